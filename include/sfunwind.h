@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* libsfunwind: SFrame-based user stack unwinding. Include this for the whole API. */
+#ifndef SFUNWIND_H
+#define SFUNWIND_H
+
+#include "sfunwind/diag.h"
+#include "sfunwind/sframe.h"
+#include "sfunwind/module.h"
+#include "sfunwind/addrspace.h"
+#include "sfunwind/unwind.h"
+
+#endif

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unwinding a user stack from a register snapshot and a memory reader. */
+#ifndef SFUNWIND_UNWIND_H
+#define SFUNWIND_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sfunwind/addrspace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum sfu_arch {
+	SFU_ARCH_X86_64 = 0,
+	SFU_ARCH_AARCH64 = 1,
+};
+
+/* The registers unwinding needs. lr is used on AArch64 only. */
+struct sfu_regs {
+	uint64_t pc;
+	uint64_t sp;
+	uint64_t fp;
+	uint64_t lr;
+};
+
+/**
+ * Reads @len bytes at @addr of the unwound process into @buf.
+ * @return 0, or a negative errno when the memory cannot be read.
+ */
+typedef int (*sfu_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* A copy of the stack taken at sample time, readable through sfu_snapshot_read(). */
+struct sfu_snapshot {
+	uint64_t base;		/* address of data[0], normally the sp */
+	const uint8_t *data;
+	size_t size;
+};
+
+/** sfu_snapshot_read() - an sfu_read_fn over a struct sfu_snapshot (ctx). */
+int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* What found the caller of a frame. */
+enum sfu_source {
+	SFU_SRC_NONE = 0,	/* frame 0: the registers themselves */
+	SFU_SRC_SFRAME,		/* the module's .sframe */
+	SFU_SRC_EH_FRAME,	/* rows derived from .eh_frame */
+	SFU_SRC_FP,		/* frame-pointer walk */
+};
+
+enum sfu_frame_kind {
+	SFU_FRAME_PC = 0,	/* precise: the interrupted instruction */
+	SFU_FRAME_RA = 1,	/* a return address: the call is just before it */
+};
+
+struct sfu_frame {
+	uint64_t addr;
+	uint8_t kind;		/* enum sfu_frame_kind */
+	uint8_t source;		/* enum sfu_source that produced this frame */
+};
+
+enum sfu_stop {
+	SFU_STOP_OUTERMOST = 0,	/* the unwind info says the RA is undefined, or RA 0 */
+	SFU_STOP_NO_INFO,	/* no table covers the pc and frame pointers fail */
+	SFU_STOP_BAD_INFO,	/* the row cannot be used (unusable rule, RA in LR past frame 0) */
+	SFU_STOP_MEMORY,	/* reading the stack failed */
+	SFU_STOP_DEPTH,		/* the frame array is full */
+	SFU_STOP_CFA_NOT_INCREASING,	/* the stack pointer did not move up */
+};
+
+/* Options for sfu_unwind(). Zero-initialised is the default. */
+struct sfu_unwind_opts {
+	enum sfu_arch arch;
+	int no_fp_fallback;	/* do not walk frame pointers where no table covers */
+	uint64_t pac_mask;	/* AArch64: bits to clear from signed RAs; 0 = bits 48-63 */
+};
+
+struct sfu_step {
+	struct sfu_regs regs;	/* the caller's registers */
+	uint8_t source;		/* enum sfu_source used */
+};
+
+/**
+ * sfu_unwind_step() - find the caller of one frame.
+ * @regs: the frame's registers; for frames past the first, @regs->pc is a
+ *        return address (looked up as pc - 1).
+ * @first: non-zero for the interrupted frame (its pc is precise, lr valid).
+ * @out: receives the caller's registers and the source used.
+ *
+ * This is what a debugger's unwinder hook calls once per frame.
+ *
+ * @return 0, or the reason unwinding cannot continue as a positive enum
+ * sfu_stop value (never SFU_STOP_DEPTH).
+ */
+int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
+		    struct sfu_step *out);
+
+/**
+ * sfu_unwind() - walk the whole stack.
+ * @frames: receives up to @max frames; frames[0] is regs->pc.
+ * @count: receives the number of frames written.
+ *
+ * @return the stop reason (enum sfu_stop).
+ */
+int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+	       const struct sfu_regs *regs, sfu_read_fn read, void *ctx,
+	       struct sfu_frame *frames, size_t max, size_t *count);
+
+/** @return a short name for a stop reason ("outermost frame"). */
+const char *sfu_stop_name(int stop);
+
+/** @return a short name for a frame source ("sframe", "fp"). */
+const char *sfu_source_name(int source);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

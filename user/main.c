@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof: the command line, one subcommand per file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+
+static const struct cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sfprof COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\nsfprof COMMAND --help for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "sfprof: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
