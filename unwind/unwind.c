@@ -1,2 +1,237 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder until written */
+/* The unwinder: one step per frame from SFrame rows, frame pointers where no table covers. */
+#include <errno.h>
+#include <string.h>
+
+#include "sfunwind/unwind.h"
+
+#define AARCH64_DEFAULT_PAC_MASK 0xffff000000000000ull
+
+int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct sfu_snapshot *s = ctx;
+	uint64_t off = addr - s->base;
+
+	if (addr < s->base || off > s->size || len > s->size - off)
+		return -EFAULT;
+	memcpy(buf, s->data + off, len);
+	return 0;
+}
+
+static inline int read_u64(sfu_read_fn read, void *ctx, uint64_t addr, uint64_t *v)
+{
+	return read(ctx, addr, v, sizeof(*v));
+}
+
+/* The value of register @reg of the frame being unwound, or -1 when unknown. */
+static int reg_value(const struct sfu_regs *regs, const struct sfu_unwind_opts *opts, int first,
+		     uint8_t reg, uint64_t *v)
+{
+	switch (reg) {
+	case SFU_REG_SP:
+		*v = regs->sp;
+		return 0;
+	case SFU_REG_FP:
+		*v = regs->fp;
+		return 0;
+	case SFU_REG_RA:
+		/* the link register holds the RA only until the callee saves or reuses it */
+		if (opts->arch != SFU_ARCH_AARCH64 || !first)
+			return -1;
+		*v = regs->lr;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Recover the value a loc describes. Returns 0, SFU_STOP_BAD_INFO or
+ * SFU_STOP_MEMORY. @same is the value when the loc says "unchanged".
+ */
+static int loc_value(const struct sfu_loc *loc, uint64_t cfa, uint64_t same,
+		     const struct sfu_regs *regs, const struct sfu_unwind_opts *opts, int first,
+		     sfu_read_fn read, void *ctx, uint64_t *v)
+{
+	uint64_t base;
+
+	switch (loc->kind) {
+	case SFU_LOC_SAME:
+		*v = same;
+		return 0;
+	case SFU_LOC_AT_CFA:
+		return read_u64(read, ctx, cfa + (int64_t)loc->offset, v) ? SFU_STOP_MEMORY : 0;
+	case SFU_LOC_IN_REG:
+		if (reg_value(regs, opts, first, loc->reg, &base))
+			return SFU_STOP_BAD_INFO;
+		*v = base + (int64_t)loc->offset;
+		return 0;
+	case SFU_LOC_DEREF:
+		if (reg_value(regs, opts, first, loc->reg, &base))
+			return SFU_STOP_BAD_INFO;
+		return read_u64(read, ctx, base + (int64_t)loc->offset, v) ? SFU_STOP_MEMORY : 0;
+	default:
+		return SFU_STOP_BAD_INFO;
+	}
+}
+
+static int step_row(const struct sfu_row *row, const struct sfu_unwind_opts *opts,
+		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
+		    struct sfu_step *out)
+{
+	uint64_t cfa, base, ra, fp;
+	int stop;
+
+	if (row->ra.kind == SFU_LOC_UNDEFINED)
+		return SFU_STOP_OUTERMOST;
+	if (row->flags & SFU_ROW_UNUSABLE)
+		return SFU_STOP_BAD_INFO;
+
+	if (reg_value(regs, opts, first, row->cfa.reg, &base))
+		return SFU_STOP_BAD_INFO;
+	cfa = base + (int64_t)row->cfa.offset;
+	if (row->cfa.kind == SFU_LOC_DEREF) {
+		if (read_u64(read, ctx, cfa, &cfa))
+			return SFU_STOP_MEMORY;
+	} else if (row->cfa.kind != SFU_LOC_REG_OFFSET) {
+		return SFU_STOP_BAD_INFO;
+	}
+
+	stop = loc_value(&row->ra, cfa, 0, regs, opts, first, read, ctx, &ra);
+	if (!stop && row->ra.kind == SFU_LOC_SAME)
+		stop = SFU_STOP_BAD_INFO;	/* a caller cannot return to itself */
+	if (!stop)
+		stop = loc_value(&row->fp, cfa, regs->fp, regs, opts, first, read, ctx, &fp);
+	if (stop)
+		return stop;
+
+	if (row->flags & SFU_ROW_MANGLED_RA)
+		ra &= ~(opts->pac_mask ? opts->pac_mask : AARCH64_DEFAULT_PAC_MASK);
+	/* the interrupted frame may not have moved the stack yet (AArch64 leaf) */
+	if (cfa < regs->sp || (cfa == regs->sp && !first))
+		return SFU_STOP_CFA_NOT_INCREASING;
+
+	out->regs.pc = ra;
+	out->regs.sp = cfa;
+	out->regs.fp = fp;
+	out->regs.lr = 0;
+	out->source = SFU_SRC_SFRAME;
+	return ra ? 0 : SFU_STOP_OUTERMOST;
+}
+
+/* x86-64 and AArch64 frame records alike: [fp] = caller's fp, [fp + 8] = return address. */
+static int step_fp(const struct sfu_regs *regs, sfu_read_fn read, void *ctx, struct sfu_step *out)
+{
+	uint64_t rec[2];
+
+	if (regs->fp < regs->sp || (regs->fp & 7))
+		return SFU_STOP_NO_INFO;
+	if (read(ctx, regs->fp, rec, sizeof(rec)))
+		return SFU_STOP_MEMORY;
+	if (regs->fp + 16 <= regs->sp)
+		return SFU_STOP_CFA_NOT_INCREASING;
+	out->regs.pc = rec[1];
+	out->regs.sp = regs->fp + 16;
+	out->regs.fp = rec[0];
+	out->regs.lr = 0;
+	out->source = SFU_SRC_FP;
+	return rec[1] ? 0 : SFU_STOP_OUTERMOST;
+}
+
+/* The row for @pc, through a one-entry mapping cache. */
+static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t pc,
+				      const struct sfu_mapping **last)
+{
+	const struct sfu_mapping *m = *last;
+	const struct sfu_sframe *sf;
+	const struct sfu_fde *fde;
+	const struct sfu_row *row;
+
+	if (!m || pc < m->start || pc >= m->end) {
+		m = sfu_addrspace__find(as, pc);
+		if (!m)
+			return NULL;
+		*last = m;
+	}
+	if (!m->module || !(sf = sfu_module__sframe(m->module)))
+		return NULL;
+	if (sfu_sframe__find(sf, pc - m->bias, &fde, &row))
+		return NULL;
+	return row;
+}
+
+static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+		const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
+		struct sfu_step *out, const struct sfu_mapping **last)
+{
+	/* a return address may be one past the end of a call to a noreturn function */
+	const struct sfu_row *row = find_row(as, first ? regs->pc : regs->pc - 1, last);
+
+	if (row)
+		return step_row(row, opts, regs, first, read, ctx, out);
+	if (opts->no_fp_fallback)
+		return SFU_STOP_NO_INFO;
+	return step_fp(regs, read, ctx, out);
+}
+
+int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
+		    struct sfu_step *out)
+{
+	const struct sfu_mapping *last = NULL;
+
+	return step(as, opts, regs, first, read, ctx, out, &last);
+}
+
+int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+	       const struct sfu_regs *regs, sfu_read_fn read, void *ctx,
+	       struct sfu_frame *frames, size_t max, size_t *count)
+{
+	const struct sfu_mapping *last = NULL;
+	struct sfu_regs cur = *regs;
+	struct sfu_step next;
+	size_t n = 0;
+	int stop;
+
+	*count = 0;
+	if (!max)
+		return SFU_STOP_DEPTH;
+	frames[n++] = (struct sfu_frame){ cur.pc, SFU_FRAME_PC, SFU_SRC_NONE };
+	for (;;) {
+		if (n == max) {
+			stop = SFU_STOP_DEPTH;
+			break;
+		}
+		stop = step(as, opts, &cur, n == 1, read, ctx, &next, &last);
+		if (stop)
+			break;
+		frames[n++] = (struct sfu_frame){ next.regs.pc, SFU_FRAME_RA, next.source };
+		cur = next.regs;
+	}
+	*count = n;
+	return stop;
+}
+
+const char *sfu_stop_name(int stop)
+{
+	switch (stop) {
+	case SFU_STOP_OUTERMOST: return "outermost frame";
+	case SFU_STOP_NO_INFO: return "no unwind info";
+	case SFU_STOP_BAD_INFO: return "unusable unwind info";
+	case SFU_STOP_MEMORY: return "unreadable memory";
+	case SFU_STOP_DEPTH: return "depth limit";
+	case SFU_STOP_CFA_NOT_INCREASING: return "CFA not increasing";
+	default: return "unknown";
+	}
+}
+
+const char *sfu_source_name(int source)
+{
+	switch (source) {
+	case SFU_SRC_NONE: return "regs";
+	case SFU_SRC_SFRAME: return "sframe";
+	case SFU_SRC_EH_FRAME: return "eh_frame";
+	case SFU_SRC_FP: return "fp";
+	default: return "unknown";
+	}
+}

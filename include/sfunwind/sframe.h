@@ -109,7 +109,6 @@ struct sfu_fde {
 };
 
 struct sfu_sframe_header {
-	uint16_t magic;		/* as found: 0xe2de means the other byte order */
 	uint8_t version;
 	uint8_t flags;
 	uint8_t abi;		/* enum sfu_sframe_abi */
@@ -121,7 +120,7 @@ struct sfu_sframe_header {
 	uint32_t fre_len;
 	uint32_t fdeoff;
 	uint32_t freoff;
-	bool foreign_endian;	/* the section is in the other byte order */
+	bool big_endian;	/* byte order, told by the magic's bytes */
 };
 
 struct sfu_sframe;
@@ -189,7 +188,7 @@ struct sfu_sframe_func {
 struct sfu_sframe_enc_opts {
 	uint8_t version;	/* 1, 2 or 3 */
 	uint8_t abi;		/* enum sfu_sframe_abi */
-	bool foreign_endian;	/* write the other byte order than the ABI's */
+	bool big_endian;	/* byte order to write */
 	bool pcrel;		/* V2: set SFRAME_F_FDE_FUNC_START_PCREL (always in V3) */
 	uint8_t flags;		/* extra flags, e.g. SFU_SFRAME_F_FRAME_POINTER */
 	int8_t cfa_fixed_fp_offset;
