@@ -365,7 +365,7 @@ static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size
 		if (SFRAME_FRE_MANGLED(info))
 			row->flags |= SFU_ROW_MANGLED_RA;
 
-		if (h->version == 3 && SFRAME_V3_FDE_TYPE(fde->info2) == SFRAME_V3_FDE_FLEX) {
+		if (fde->flex) {
 			why = decode_flex(h, &sub, off, n, size, row);
 		} else {
 			for (unsigned j = 0; j < n && j < 3; j++)
@@ -376,8 +376,6 @@ static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size
 			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u: %s", fde_idx, k, why);
 			return -EBADMSG;
 		}
-		if (fde->unusable)
-			row->flags |= SFU_ROW_UNUSABLE;
 		off += (uint64_t)n * size;
 
 		if (k > 0 && row->start <= rows[k - 1].start) {
@@ -420,6 +418,7 @@ static int read_fde(struct sfu_sframe *sf, const struct reader *r, uint64_t fdes
 		fde->info2 = r->buf[fres_at + fde->fre_off + 3];
 		fde->rep_size = r->buf[fres_at + fde->fre_off + 4];
 		fde->signal_frame = SFU_FDE_INFO_SIGNAL_FRAME(fde->info);
+		fde->flex = SFRAME_V3_FDE_TYPE(fde->info2) == SFRAME_V3_FDE_FLEX;
 		if (SFRAME_V3_FDE_TYPE(fde->info2) > SFRAME_V3_FDE_FLEX) {
 			sframe_diag(diag, -EBADMSG, "FDE %zu: unknown FDE type %u", i,
 				    SFRAME_V3_FDE_TYPE(fde->info2));

@@ -57,6 +57,21 @@ struct sfu_cache;
  */
 struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag);
 
+/**
+ * sfu_module__new() - a module described by its caller rather than read from
+ * a file: code a debugger or JIT knows about, or a test's synthetic tables.
+ * @name: shown as the module's path.
+ * @build_id: optional.
+ * @machine: ELF machine (EM_X86_64, EM_AARCH64).
+ * @segs: the loadable segments, copied; they define sfu_module__bias().
+ * @sframe: optional table, owned by the module from now on (even on failure).
+ *
+ * @return the module with one reference, or NULL with errno set (ENOMEM).
+ */
+struct sfu_module *sfu_module__new(const char *name, const struct sfu_build_id *build_id,
+				   uint16_t machine, const struct sfu_segment *segs,
+				   size_t num_segs, struct sfu_sframe *sframe);
+
 /** sfu_module__get() - take a reference. @return @m. */
 struct sfu_module *sfu_module__get(struct sfu_module *m);
 

@@ -105,7 +105,7 @@ struct sfu_fde {
 	uint8_t pauth_key;	/* AArch64: 0 = key A, 1 = key B */
 	uint8_t rep_size;	/* PCMASK block size (V1: 16 implied for the AMD64 .plt) */
 	bool signal_frame;	/* V3 */
-	bool unusable;		/* V3 flexible FDE type this reader cannot step through */
+	bool flex;		/* V3 flexible FDE: rows carry SFU_ROW_FLEX */
 };
 
 struct sfu_sframe_header {
