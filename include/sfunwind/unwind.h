@@ -61,7 +61,7 @@ struct sfu_frame {
 };
 
 enum sfu_stop {
-	SFU_STOP_OUTERMOST = 0,	/* the unwind info says the RA is undefined, or RA 0 */
+	SFU_STOP_OUTERMOST = 1,	/* the unwind info says the RA is undefined, or RA 0 */
 	SFU_STOP_NO_INFO,	/* no table covers the pc and frame pointers fail */
 	SFU_STOP_BAD_INFO,	/* the row cannot be used (unusable rule, RA in LR past frame 0) */
 	SFU_STOP_MEMORY,	/* reading the stack failed */
