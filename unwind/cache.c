@@ -1,2 +1,227 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder until written */
+/* Module cache: each file is opened once, and files with one build ID share a module. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "diag_internal.h"
+#include "module_internal.h"
+
+/* A file seen before, by identity. */
+struct file_entry {
+	struct sfu_file_id id;
+	struct sfu_module *module;
+};
+
+struct sfu_cache {
+	struct sfu_module **modules;	/* one reference each, in opening order */
+	size_t count, cap;
+	struct file_entry *files;	/* sorted by id */
+	size_t file_count, file_cap;
+	struct sfu_module **by_build_id;	/* modules that have one, sorted by it */
+	size_t build_id_count, build_id_cap;
+};
+
+/* Room for one more element in a growing array. */
+static int reserve(void **array, size_t *cap, size_t count, size_t elem_size)
+{
+	size_t new_cap;
+	void *p;
+
+	if (count < *cap)
+		return 0;
+	new_cap = *cap ? *cap * 2 : 16;
+	p = reallocarray(*array, new_cap, elem_size);
+	if (!p)
+		return -ENOMEM;
+	*array = p;
+	*cap = new_cap;
+	return 0;
+}
+
+/* Index of the first file entry not below @id. */
+static size_t file_lower_bound(const struct sfu_cache *cache, const struct sfu_file_id *id)
+{
+	size_t lo = 0, hi = cache->file_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sfu_file_id__cmp(&cache->files[mid].id, id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of the first module whose build ID is not below @id. */
+static size_t build_id_lower_bound(const struct sfu_cache *cache, const struct sfu_build_id *id)
+{
+	size_t lo = 0, hi = cache->build_id_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sfu_build_id__cmp(sfu_module__build_id(cache->by_build_id[mid]), id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct sfu_module *find_file(const struct sfu_cache *cache, const struct sfu_file_id *id)
+{
+	size_t i = file_lower_bound(cache, id);
+
+	if (i < cache->file_count && !sfu_file_id__cmp(&cache->files[i].id, id))
+		return cache->files[i].module;
+	return NULL;
+}
+
+static void insert_file(struct sfu_cache *cache, const struct sfu_file_id *id,
+			struct sfu_module *m)
+{
+	size_t i = file_lower_bound(cache, id);
+
+	if (i < cache->file_count && !sfu_file_id__cmp(&cache->files[i].id, id)) {
+		/* the file changed between stat() and open(), back to a state seen before */
+		cache->files[i].module = m;
+		return;
+	}
+	memmove(&cache->files[i + 1], &cache->files[i],
+		(cache->file_count - i) * sizeof(*cache->files));
+	cache->files[i] = (struct file_entry){ .id = *id, .module = m };
+	cache->file_count++;
+}
+
+struct sfu_cache *sfu_cache__new(void)
+{
+	struct sfu_cache *cache = calloc(1, sizeof(*cache));
+
+	if (!cache)
+		errno = ENOMEM;
+	return cache;
+}
+
+void sfu_cache__free(struct sfu_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->count; i++)
+		sfu_module__put(cache->modules[i]);
+	free(cache->modules);
+	free(cache->files);
+	free(cache->by_build_id);
+	free(cache);
+}
+
+static void format_build_id(char *buf, size_t size, const struct sfu_build_id *id)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < id->len && n + 3 <= size; i++)
+		n += snprintf(buf + n, size - n, "%02x", id->bytes[i]);
+	if (!id->len)
+		snprintf(buf, size, "none");
+}
+
+/*
+ * Adds a freshly opened module, or swaps it for the cached one of the same
+ * build ID. Consumes the reference in *@m; *@m receives the module kept.
+ */
+static int add_module(struct sfu_cache *cache, struct sfu_module **m)
+{
+	const struct sfu_build_id *id = sfu_module__build_id(*m);
+	size_t pos = build_id_lower_bound(cache, id);
+	int err;
+
+	/* every array grows first, so that a failure leaves the cache as it was */
+	if ((err = reserve((void **)&cache->files, &cache->file_cap, cache->file_count,
+			   sizeof(*cache->files))) ||
+	    (err = reserve((void **)&cache->modules, &cache->cap, cache->count,
+			   sizeof(*cache->modules))) ||
+	    (err = reserve((void **)&cache->by_build_id, &cache->build_id_cap,
+			   cache->build_id_count, sizeof(*cache->by_build_id))))
+		return err;
+
+	if (id->len && pos < cache->build_id_count &&
+	    !sfu_build_id__cmp(sfu_module__build_id(cache->by_build_id[pos]), id)) {
+		/* another copy or version of a file already decoded */
+		struct sfu_module *cached = cache->by_build_id[pos];
+
+		insert_file(cache, sfu_module__file_id(*m), cached);
+		sfu_module__put(*m);
+		*m = cached;
+		return 0;
+	}
+	cache->modules[cache->count++] = *m;
+	if (id->len) {
+		memmove(&cache->by_build_id[pos + 1], &cache->by_build_id[pos],
+			(cache->build_id_count - pos) * sizeof(*cache->by_build_id));
+		cache->by_build_id[pos] = *m;
+		cache->build_id_count++;
+	}
+	insert_file(cache, sfu_module__file_id(*m), *m);
+	return 0;
+}
+
+struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
+				   const struct sfu_build_id *expect, struct sfu_diag *diag)
+{
+	struct sfu_module *m = NULL;
+	struct sfu_file_id id;
+	struct stat st;
+	int err;
+
+	if (stat(path, &st)) {
+		err = diag_set(diag, -errno, "%s", strerror(errno));
+		goto out;
+	}
+	sfu_file_id__from_stat(&id, &st);
+	m = find_file(cache, &id);
+	if (m) {
+		sfu_module__get(m);
+	} else {
+		m = sfu_module__open(path, diag);
+		if (!m) {
+			err = -errno;
+			goto out;
+		}
+		/* keyed by what open() saw, in case the file changed since stat() */
+		if ((err = add_module(cache, &m))) {
+			sfu_module__put(m);
+			m = NULL;
+			diag_set(diag, err, "out of memory");
+			goto out;
+		}
+		sfu_module__get(m);
+	}
+
+	/* an expected ID of length 0 asks for nothing: the caller did not know one */
+	if (expect && expect->len && sfu_build_id__cmp(expect, sfu_module__build_id(m))) {
+		char got[2 * SFU_BUILD_ID_MAX + 1], want[2 * SFU_BUILD_ID_MAX + 1];
+
+		format_build_id(got, sizeof(got), sfu_module__build_id(m));
+		format_build_id(want, sizeof(want), expect);
+		err = diag_set(diag, -ESTALE, "build ID %.80s, expected %.80s", got, want);
+		goto out;
+	}
+	err = 0;
+out:
+	if (err) {
+		sfu_module__put(m);
+		errno = -err;
+		return NULL;
+	}
+	return m;
+}
+
+size_t sfu_cache__count(const struct sfu_cache *cache)
+{
+	return cache->count;
+}

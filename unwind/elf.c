@@ -1,2 +1,913 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder until written */
+/* ELF modules: read build ID, PT_LOAD segments, SFrame data and function symbols once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diag_internal.h"
+#include "module_internal.h"
+
+#ifndef SHT_GNU_SFRAME
+#define SHT_GNU_SFRAME 0x6ffffff4
+#endif
+#ifndef PT_GNU_SFRAME
+#define PT_GNU_SFRAME 0x6474e554
+#endif
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+/* Largest page size a mapping's file offset can be rounded down by (AArch64 64K pages). */
+#define MAX_PAGE_SIZE 0x10000u
+
+#define NO_PARENT UINT32_MAX
+
+/* A function symbol, in the address-sorted table. */
+struct sym {
+	uint64_t addr;
+	uint64_t end;		/* exclusive */
+	uint32_t name;		/* offset in sfu_module.names */
+	uint32_t parent;	/* an earlier symbol still open at addr, or NO_PARENT */
+};
+
+/* A function symbol, in the name-sorted table: aliases the address table dropped. */
+struct sym_name {
+	uint64_t addr;
+	uint32_t name;
+};
+
+struct sfu_module {
+	unsigned long refs;
+	char *path;
+	struct sfu_file_id file_id;
+	struct sfu_build_id build_id;
+	uint16_t machine;
+	bool is_dyn;
+	struct sfu_segment *segments;
+	size_t segment_count;
+	struct sfu_sframe *sframe;
+	enum sfu_sframe_origin sframe_origin;
+	char *sframe_error;
+	struct sym *syms;		/* by address, one per address */
+	size_t sym_count;
+	struct sym_name *by_name;	/* by name, every (name, address) pair */
+	size_t by_name_count;
+	char *names;			/* NUL-terminated names, copied from the string tables */
+};
+
+/* State of one sfu_module__open(). */
+struct reader {
+	Elf *elf;
+	const uint8_t *image;	/* the whole file, as libelf mapped it */
+	uint64_t size;		/* bytes readable at image */
+	GElf_Ehdr ehdr;
+	size_t shnum;
+	size_t shstrndx;
+	size_t phnum;
+	struct sfu_diag *diag;
+};
+
+/* A function symbol while the tables are built. */
+struct raw_sym {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t limit;		/* end of its section, UINT64_MAX when unknown */
+	const char *str;	/* the name, set once the names buffer stops moving */
+	uint32_t name;		/* offset of the name in the names buffer */
+	uint8_t rank;		/* lower is the better name for an address */
+};
+
+/* Builds the symbol tables: names are appended to one growing buffer. */
+struct sym_builder {
+	struct raw_sym *syms;
+	size_t count, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+void sfu_file_id__from_stat(struct sfu_file_id *id, const struct stat *st)
+{
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime_sec = st->st_mtim.tv_sec;
+	id->mtime_nsec = st->st_mtim.tv_nsec;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+int sfu_file_id__cmp(const struct sfu_file_id *a, const struct sfu_file_id *b)
+{
+	int c;
+
+	if ((c = cmp_u64(a->dev, b->dev)) || (c = cmp_u64(a->ino, b->ino)) ||
+	    (c = cmp_u64(a->size, b->size)) || (c = cmp_u64(a->mtime_sec, b->mtime_sec)))
+		return c;
+	return cmp_u64(a->mtime_nsec, b->mtime_nsec);
+}
+
+int sfu_build_id__cmp(const struct sfu_build_id *a, const struct sfu_build_id *b)
+{
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->bytes, b->bytes, a->len < SFU_BUILD_ID_MAX ? a->len : SFU_BUILD_ID_MAX);
+}
+
+/* True when [off, off + len) lies inside the file. */
+static bool in_file(const struct reader *r, uint64_t off, uint64_t len)
+{
+	return off <= r->size && len <= r->size - off;
+}
+
+static int read_headers(struct reader *r)
+{
+	size_t entsize;
+
+	if (!gelf_getehdr(r->elf, &r->ehdr))
+		return diag_set(r->diag, -EBADMSG, "no ELF header: %s", elf_errmsg(-1));
+	if (elf_getphdrnum(r->elf, &r->phnum))
+		return diag_set(r->diag, -EBADMSG, "bad program header count: %s", elf_errmsg(-1));
+	if (elf_getshdrnum(r->elf, &r->shnum))
+		return diag_set(r->diag, -EBADMSG, "bad section count: %s", elf_errmsg(-1));
+	if (r->shnum && elf_getshdrstrndx(r->elf, &r->shstrndx))
+		return diag_set(r->diag, -EBADMSG, "bad section name table index: %s",
+				elf_errmsg(-1));
+
+	/*
+	 * libelf reports no sections when their headers lie past the end of
+	 * the file, which would read as a stripped file: trust the ELF header's
+	 * counts too. Extended numbering (e_shnum 0, e_phnum PN_XNUM) keeps the
+	 * real count in section header 0, which libelf read if it could.
+	 */
+	if (r->ehdr.e_shoff && r->ehdr.e_shnum > r->shnum)
+		r->shnum = r->ehdr.e_shnum;
+	if (r->ehdr.e_shoff && !r->shnum)
+		r->shnum = 1;
+	if (r->ehdr.e_phnum != PN_XNUM && r->ehdr.e_phnum > r->phnum)
+		r->phnum = r->ehdr.e_phnum;
+
+	/* libelf reads the tables in place; make sure they are wholly in the file first */
+	entsize = gelf_fsize(r->elf, ELF_T_PHDR, 1, EV_CURRENT);
+	if (r->phnum && (r->ehdr.e_phentsize != entsize || r->phnum > r->size / entsize ||
+			 !in_file(r, r->ehdr.e_phoff, r->phnum * entsize)))
+		return diag_set(r->diag, -EBADMSG,
+				"%zu program headers of %u bytes at 0x%llx do not fit in the file",
+				r->phnum, r->ehdr.e_phentsize,
+				(unsigned long long)r->ehdr.e_phoff);
+	entsize = gelf_fsize(r->elf, ELF_T_SHDR, 1, EV_CURRENT);
+	if (r->shnum && (r->ehdr.e_shentsize != entsize || r->shnum > r->size / entsize ||
+			 !in_file(r, r->ehdr.e_shoff, r->shnum * entsize)))
+		return diag_set(r->diag, -EBADMSG,
+				"%zu section headers of %u bytes at 0x%llx do not fit in the file",
+				r->shnum, r->ehdr.e_shentsize,
+				(unsigned long long)r->ehdr.e_shoff);
+	if (r->phnum > INT32_MAX)
+		return diag_set(r->diag, -EBADMSG, "%zu program headers are too many", r->phnum);
+	if (r->shnum && r->shstrndx >= r->shnum)
+		return diag_set(r->diag, -EBADMSG, "section name table index %zu out of %zu",
+				r->shstrndx, r->shnum);
+	return 0;
+}
+
+static int read_phdr(struct reader *r, size_t i, GElf_Phdr *phdr)
+{
+	if (!gelf_getphdr(r->elf, (int)i, phdr))
+		return diag_set(r->diag, -EBADMSG, "program header %zu: %s", i, elf_errmsg(-1));
+	return 0;
+}
+
+static int read_segments(struct sfu_module *m, struct reader *r)
+{
+	GElf_Phdr phdr;
+	size_t n = 0;
+	int err;
+
+	for (size_t i = 0; i < r->phnum; i++) {
+		if ((err = read_phdr(r, i, &phdr)))
+			return err;
+		if (phdr.p_type == PT_LOAD)
+			n++;
+	}
+	if (!n)
+		return 0;
+	m->segments = calloc(n, sizeof(*m->segments));
+	if (!m->segments)
+		return diag_set(r->diag, -ENOMEM, "out of memory");
+
+	for (size_t i = 0; i < r->phnum; i++) {
+		struct sfu_segment *seg = &m->segments[m->segment_count];
+
+		if ((err = read_phdr(r, i, &phdr)))
+			return err;
+		if (phdr.p_type != PT_LOAD)
+			continue;
+		/*
+		 * The file range is not checked against the file size: separate
+		 * debug files keep the original program headers over stripped
+		 * contents, and nothing here reads through a segment.
+		 */
+		if (phdr.p_offset + phdr.p_filesz < phdr.p_offset ||
+		    phdr.p_vaddr + phdr.p_memsz < phdr.p_vaddr)
+			return diag_set(r->diag, -EBADMSG,
+					"program header %zu: PT_LOAD range wraps around", i);
+		seg->vaddr = phdr.p_vaddr;
+		seg->memsz = phdr.p_memsz;
+		seg->offset = phdr.p_offset;
+		seg->filesz = phdr.p_filesz;
+		seg->flags = phdr.p_flags & (PF_R | PF_W | PF_X);
+		m->segment_count++;
+	}
+	return 0;
+}
+
+/* Looks for NT_GNU_BUILD_ID in note data. @return 1 when found, 0, or -EBADMSG. */
+static int find_build_id(struct sfu_module *m, struct reader *r, Elf_Data *data)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		const uint8_t *buf = data->d_buf;
+
+		off = next;
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != sizeof("GNU") ||
+		    memcmp(buf + name_off, "GNU", sizeof("GNU")))
+			continue;
+		/* a longer ID could only be kept truncated, and would then collide in the cache */
+		if (nh.n_descsz > SFU_BUILD_ID_MAX)
+			return diag_set(r->diag, -EBADMSG,
+					"build ID of %u bytes is longer than %d", nh.n_descsz,
+					SFU_BUILD_ID_MAX);
+		m->build_id.len = nh.n_descsz;
+		memcpy(m->build_id.bytes, buf + desc_off, nh.n_descsz);
+		return 1;
+	}
+	return 0;
+}
+
+static int read_build_id(struct sfu_module *m, struct reader *r)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Phdr phdr;
+	Elf_Data *data;
+	int err;
+
+	for (size_t i = 0; i < r->phnum; i++) {
+		if ((err = read_phdr(r, i, &phdr)))
+			return err;
+		if (phdr.p_type != PT_NOTE || !phdr.p_filesz)
+			continue;
+		if (!in_file(r, phdr.p_offset, phdr.p_filesz))
+			return diag_set(r->diag, -EBADMSG,
+					"program header %zu: notes at 0x%llx+0x%llx past the end of the file",
+					i, (unsigned long long)phdr.p_offset,
+					(unsigned long long)phdr.p_filesz);
+		data = elf_getdata_rawchunk(r->elf, phdr.p_offset, phdr.p_filesz,
+					    phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (!data)
+			return diag_set(r->diag, -EBADMSG, "program header %zu: %s", i,
+					elf_errmsg(-1));
+		if ((err = find_build_id(m, r, data)))
+			return err < 0 ? err : 0;
+	}
+
+	/* relocatable objects and debug files have note sections but no PT_NOTE */
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
+					elf_errmsg(-1));
+		if (shdr.sh_type != SHT_NOTE || !shdr.sh_size)
+			continue;
+		if (!in_file(r, shdr.sh_offset, shdr.sh_size))
+			return diag_set(r->diag, -EBADMSG,
+					"section %zu: notes at 0x%llx+0x%llx past the end of the file",
+					elf_ndxscn(scn), (unsigned long long)shdr.sh_offset,
+					(unsigned long long)shdr.sh_size);
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
+					elf_errmsg(-1));
+		if ((err = find_build_id(m, r, data)))
+			return err < 0 ? err : 0;
+	}
+	return 0;
+}
+
+static int section_name(struct reader *r, Elf_Scn *scn, const GElf_Shdr *shdr,
+			const char **name)
+{
+	*name = elf_strptr(r->elf, r->shstrndx, shdr->sh_name);
+	if (!*name)
+		return diag_set(r->diag, -EBADMSG, "section %zu: name offset %u: %s",
+				elf_ndxscn(scn), shdr->sh_name, elf_errmsg(-1));
+	return 0;
+}
+
+/*
+ * Decodes the SFrame bytes at [off, off + size). Bad bounds or contents
+ * leave the module without a table and with a reason; only running out of
+ * memory fails the open.
+ */
+static int decode_sframe(struct sfu_module *m, struct reader *r, const char *what,
+			 uint64_t off, uint64_t size, uint64_t addr)
+{
+	struct sfu_diag sdiag = { 0 };
+	char reason[sizeof(sdiag.reason) + 64];
+
+	if (!in_file(r, off, size)) {
+		snprintf(reason, sizeof(reason), "%s: 0x%llx+0x%llx past the end of the file",
+			 what, (unsigned long long)off, (unsigned long long)size);
+	} else {
+		m->sframe = sfu_sframe__new(r->image + off, size, addr, &sdiag);
+		if (m->sframe)
+			return 0;
+		if (errno == ENOMEM)
+			return diag_set(r->diag, -ENOMEM, "out of memory");
+		snprintf(reason, sizeof(reason), "%s: %s", what,
+			 sdiag.reason[0] ? sdiag.reason : strerror(errno));
+	}
+	m->sframe_error = strdup(reason);
+	if (!m->sframe_error)
+		return diag_set(r->diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int read_sframe(struct sfu_module *m, struct reader *r)
+{
+	Elf_Scn *scn = NULL, *by_type = NULL;
+	GElf_Shdr shdr, type_shdr;
+	const char *name;
+	char what[64];
+	GElf_Phdr phdr;
+	int err;
+
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
+					elf_errmsg(-1));
+		if ((err = section_name(r, scn, &shdr, &name)))
+			return err;
+		if (!strcmp(name, ".sframe")) {
+			m->sframe_origin = SFU_SFRAME_SECTION_NAME;
+			if (shdr.sh_type == SHT_NOBITS)
+				shdr.sh_size = 0;
+			snprintf(what, sizeof(what), "section %zu (.sframe)", elf_ndxscn(scn));
+			return decode_sframe(m, r, what, shdr.sh_offset, shdr.sh_size,
+					     shdr.sh_addr);
+		}
+		if (shdr.sh_type == SHT_GNU_SFRAME && !by_type) {
+			by_type = scn;
+			type_shdr = shdr;
+		}
+	}
+	if (by_type) {
+		m->sframe_origin = SFU_SFRAME_SECTION_TYPE;
+		snprintf(what, sizeof(what), "section %zu (SHT_GNU_SFRAME)", elf_ndxscn(by_type));
+		return decode_sframe(m, r, what, type_shdr.sh_offset, type_shdr.sh_size,
+				     type_shdr.sh_addr);
+	}
+	for (size_t i = 0; i < r->phnum; i++) {
+		if ((err = read_phdr(r, i, &phdr)))
+			return err;
+		if (phdr.p_type != PT_GNU_SFRAME)
+			continue;
+		m->sframe_origin = SFU_SFRAME_SEGMENT;
+		snprintf(what, sizeof(what), "program header %zu (PT_GNU_SFRAME)", i);
+		return decode_sframe(m, r, what, phdr.p_offset, phdr.p_filesz, phdr.p_vaddr);
+	}
+	return 0;
+}
+
+static int builder_add(struct sym_builder *b, struct reader *r, const GElf_Sym *sym,
+		       const char *name, size_t len, uint64_t limit, uint8_t rank)
+{
+	if (b->count == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct raw_sym *syms = reallocarray(b->syms, cap, sizeof(*syms));
+
+		if (!syms)
+			return diag_set(r->diag, -ENOMEM, "out of memory");
+		b->syms = syms;
+		b->cap = cap;
+	}
+	if (len + 1 > b->names_cap - b->names_len) {
+		size_t cap = b->names_cap ? b->names_cap : 4096;
+		char *names;
+
+		while (len + 1 > cap - b->names_len)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return diag_set(r->diag, -EBADMSG, "symbol names exceed 4 GiB");
+		names = realloc(b->names, cap);
+		if (!names)
+			return diag_set(r->diag, -ENOMEM, "out of memory");
+		b->names = names;
+		b->names_cap = cap;
+	}
+	b->syms[b->count++] = (struct raw_sym){
+		.addr = sym->st_value,
+		.size = sym->st_size,
+		.limit = limit,
+		.name = (uint32_t)b->names_len,
+		.rank = rank,
+	};
+	memcpy(b->names + b->names_len, name, len + 1);
+	b->names_len += len + 1;
+	return 0;
+}
+
+/* End of the allocated section a symbol is defined in, bounding a zero size. */
+static uint64_t section_limit(struct reader *r, const GElf_Sym *sym)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn;
+
+	if (sym->st_shndx >= SHN_LORESERVE || sym->st_shndx >= r->shnum)
+		return UINT64_MAX;
+	scn = elf_getscn(r->elf, sym->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_ALLOC) ||
+	    shdr.sh_addr + shdr.sh_size < shdr.sh_addr || shdr.sh_addr + shdr.sh_size <= sym->st_value)
+		return UINT64_MAX;
+	return shdr.sh_addr + shdr.sh_size;
+}
+
+static int read_symtab(struct reader *r, struct sym_builder *b, Elf_Scn *scn,
+		       const GElf_Shdr *shdr, uint8_t source)
+{
+	size_t idx = elf_ndxscn(scn), nsyms, entsize;
+	Elf_Data *symdata, *strdata;
+	Elf_Scn *strscn;
+	GElf_Shdr strshdr;
+	int err;
+
+	/* a debug file's .dynsym, for one, is NOBITS */
+	if (shdr->sh_type == SHT_NOBITS || !shdr->sh_size)
+		return 0;
+	if (!in_file(r, shdr->sh_offset, shdr->sh_size))
+		return diag_set(r->diag, -EBADMSG,
+				"section %zu: symbols at 0x%llx+0x%llx past the end of the file",
+				idx, (unsigned long long)shdr->sh_offset,
+				(unsigned long long)shdr->sh_size);
+	if (shdr->sh_link == 0 || shdr->sh_link >= r->shnum)
+		return diag_set(r->diag, -EBADMSG, "section %zu: string table index %u out of %zu",
+				idx, shdr->sh_link, r->shnum);
+	strscn = elf_getscn(r->elf, shdr->sh_link);
+	if (!strscn || !gelf_getshdr(strscn, &strshdr))
+		return diag_set(r->diag, -EBADMSG, "section %u: %s", shdr->sh_link,
+				elf_errmsg(-1));
+	if (strshdr.sh_type != SHT_STRTAB || !in_file(r, strshdr.sh_offset, strshdr.sh_size))
+		return diag_set(r->diag, -EBADMSG,
+				"section %u: not a string table inside the file", shdr->sh_link);
+	symdata = elf_getdata(scn, NULL);
+	strdata = elf_getdata(strscn, NULL);
+	if (!symdata || !strdata)
+		return diag_set(r->diag, -EBADMSG, "section %zu: %s", idx, elf_errmsg(-1));
+
+	entsize = gelf_fsize(r->elf, ELF_T_SYM, 1, EV_CURRENT);
+	nsyms = symdata->d_size / entsize;
+	if (nsyms > INT32_MAX)
+		return diag_set(r->diag, -EBADMSG, "section %zu: %zu symbols are too many", idx,
+				nsyms);
+	for (size_t i = 1; i < nsyms; i++) {
+		const char *name;
+		GElf_Sym sym;
+		size_t left;
+		int type;
+
+		if (!gelf_getsym(symdata, (int)i, &sym))
+			return diag_set(r->diag, -EBADMSG, "section %zu: symbol %zu: %s", idx, i,
+					elf_errmsg(-1));
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		if (sym.st_name >= strdata->d_size)
+			return diag_set(r->diag, -EBADMSG,
+					"section %zu: symbol %zu: name offset %u past the end of the string table",
+					idx, i, sym.st_name);
+		name = (const char *)strdata->d_buf + sym.st_name;
+		left = strdata->d_size - sym.st_name;
+		if (strnlen(name, left) == left)
+			return diag_set(r->diag, -EBADMSG,
+					"section %zu: symbol %zu: name runs past the end of the string table",
+					idx, i);
+		if (!*name)
+			continue;
+		/* the global name of an address reads best, then the weak one */
+		err = builder_add(b, r, &sym, name, strlen(name), section_limit(r, &sym),
+				  (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0 :
+				   GELF_ST_BIND(sym.st_info) == STB_WEAK ? 2 : 4) + source);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int raw_by_addr(const void *pa, const void *pb)
+{
+	const struct raw_sym *a = pa, *b = pb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return strcmp(a->str, b->str);
+}
+
+static int raw_by_name(const void *pa, const void *pb)
+{
+	const struct raw_sym *a = pa, *b = pb;
+	int c = strcmp(a->str, b->str);
+
+	if (c)
+		return c;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return cmp_u64(a->addr, b->addr);
+}
+
+/* End of the PT_LOAD segment holding @addr, or UINT64_MAX. */
+static uint64_t segment_limit(const struct sfu_module *m, uint64_t addr)
+{
+	for (size_t i = 0; i < m->segment_count; i++) {
+		const struct sfu_segment *s = &m->segments[i];
+
+		if (addr >= s->vaddr && addr - s->vaddr < s->memsz)
+			return s->vaddr + s->memsz;
+	}
+	return UINT64_MAX;
+}
+
+static int build_symbols(struct sfu_module *m, struct reader *r, struct sym_builder *b)
+{
+	size_t n = 0;
+
+	if (!b->count)
+		return 0;
+	if (b->count >= NO_PARENT)
+		return diag_set(r->diag, -EBADMSG, "%zu function symbols are too many", b->count);
+	m->syms = calloc(b->count, sizeof(*m->syms));
+	m->by_name = calloc(b->count, sizeof(*m->by_name));
+	if (!m->syms || !m->by_name)
+		return diag_set(r->diag, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->count; i++)
+		b->syms[i].str = b->names + b->syms[i].name;
+
+	qsort(b->syms, b->count, sizeof(*b->syms), raw_by_name);
+	for (size_t i = 0; i < b->count; i++) {
+		const struct raw_sym *s = &b->syms[i];
+
+		/* .symtab and .dynsym both hold the exported functions */
+		if (n && m->by_name[n - 1].addr == s->addr && !strcmp(b->syms[i - 1].str, s->str))
+			continue;
+		m->by_name[n++] = (struct sym_name){ .addr = s->addr, .name = s->name };
+	}
+	m->by_name_count = n;
+
+	qsort(b->syms, b->count, sizeof(*b->syms), raw_by_addr);
+	n = 0;
+	for (size_t i = 0, j; i < b->count; i = j) {
+		const struct raw_sym *s = &b->syms[i];
+		uint64_t size = s->size, limit = s->limit, end;
+
+		/* aliases of one address: the first has the preferred name, take the longest size */
+		for (j = i + 1; j < b->count && b->syms[j].addr == s->addr; j++)
+			if (b->syms[j].size > size)
+				size = b->syms[j].size;
+		if (limit == UINT64_MAX)
+			limit = segment_limit(m, s->addr);
+		if (size)
+			end = s->addr + size < s->addr ? UINT64_MAX : s->addr + size;
+		else
+			end = j < b->count && b->syms[j].addr < limit ? b->syms[j].addr : limit;
+		m->syms[n++] = (struct sym){ .addr = s->addr, .end = end, .name = s->name };
+	}
+	m->sym_count = n;
+
+	/*
+	 * A symbol may lie inside a larger one (a local label typed as a
+	 * function); link each to the nearest earlier symbol still open at its
+	 * start, so a lookup that misses the nearest symbol can walk outwards.
+	 * The parent chain is the stack of open symbols, so this is linear.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t p = i ? (uint32_t)(i - 1) : NO_PARENT;
+
+		while (p != NO_PARENT && m->syms[p].end <= m->syms[i].addr)
+			p = m->syms[p].parent;
+		m->syms[i].parent = p;
+	}
+
+	m->names = b->names;
+	b->names = NULL;
+	return 0;
+}
+
+static int read_symbols(struct sfu_module *m, struct reader *r)
+{
+	static const uint32_t types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	struct sym_builder b = { 0 };
+	GElf_Shdr shdr;
+	int err = 0;
+
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(r->elf, scn))) {
+			if (!gelf_getshdr(scn, &shdr)) {
+				err = diag_set(r->diag, -EBADMSG, "section %zu: %s",
+					       elf_ndxscn(scn), elf_errmsg(-1));
+				goto out;
+			}
+			if (shdr.sh_type != types[t])
+				continue;
+			err = read_symtab(r, &b, scn, &shdr, (uint8_t)t);
+			if (err)
+				goto out;
+		}
+	}
+	err = build_symbols(m, r, &b);
+out:
+	free(b.syms);
+	free(b.names);
+	return err;
+}
+
+struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
+{
+	struct reader r = { .diag = diag };
+	struct sfu_module *m = NULL;
+	size_t image_size = 0;
+	struct stat st;
+	int fd = -1, err;
+
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		err = diag_set(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	m->refs = 1;
+	m->path = strdup(path);
+	if (!m->path) {
+		err = diag_set(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* O_NONBLOCK: a FIFO at the path must not hang the open */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = diag_set(diag, -errno, "%s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = diag_set(diag, -EBADMSG, "not a regular file");
+		goto out;
+	}
+	sfu_file_id__from_stat(&m->file_id, &st);
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		err = diag_set(diag, -ENOTSUP, "libelf: %s", elf_errmsg(-1));
+		goto out;
+	}
+	r.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!r.elf) {
+		err = diag_set(diag, -EBADMSG, "%s", elf_errmsg(-1));
+		goto out;
+	}
+	if (elf_kind(r.elf) != ELF_K_ELF) {
+		err = diag_set(diag, -EBADMSG, "not an ELF file");
+		goto out;
+	}
+	r.image = (const uint8_t *)elf_rawfile(r.elf, &image_size);
+	if (!r.image) {
+		err = diag_set(diag, -EBADMSG, "%s", elf_errmsg(-1));
+		goto out;
+	}
+	r.size = image_size < (uint64_t)st.st_size ? image_size : (uint64_t)st.st_size;
+
+	if ((err = read_headers(&r)))
+		goto out;
+	m->machine = r.ehdr.e_machine;
+	m->is_dyn = r.ehdr.e_type == ET_DYN;
+	if ((err = read_segments(m, &r)) || (err = read_build_id(m, &r)) ||
+	    (err = read_sframe(m, &r)) || (err = read_symbols(m, &r)))
+		goto out;
+	err = 0;
+out:
+	if (r.elf)
+		elf_end(r.elf);
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		sfu_module__put(m);
+		errno = -err;
+		return NULL;
+	}
+	return m;
+}
+
+struct sfu_module *sfu_module__new(const char *name, const struct sfu_build_id *build_id,
+				   uint16_t machine, const struct sfu_segment *segs,
+				   size_t num_segs, struct sfu_sframe *sframe)
+{
+	struct sfu_module *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		goto err_nomem;
+	m->refs = 1;
+	/* owned from the start, so the failure paths free it with the module */
+	m->sframe = sframe;
+	m->machine = machine;
+	if (build_id && build_id->len <= SFU_BUILD_ID_MAX)
+		m->build_id = *build_id;
+	m->path = strdup(name);
+	if (!m->path)
+		goto err_nomem;
+	if (num_segs) {
+		m->segments = calloc(num_segs, sizeof(*m->segments));
+		if (!m->segments)
+			goto err_nomem;
+		memcpy(m->segments, segs, num_segs * sizeof(*segs));
+		m->segment_count = num_segs;
+	}
+	return m;
+
+err_nomem:
+	if (m)
+		sfu_module__put(m);
+	else
+		sfu_sframe__free(sframe);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct sfu_module *sfu_module__get(struct sfu_module *m)
+{
+	if (m)
+		__atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+	return m;
+}
+
+void sfu_module__put(struct sfu_module *m)
+{
+	if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	sfu_sframe__free(m->sframe);
+	free(m->sframe_error);
+	free(m->segments);
+	free(m->syms);
+	free(m->by_name);
+	free(m->names);
+	free(m->path);
+	free(m);
+}
+
+const char *sfu_module__path(const struct sfu_module *m)
+{
+	return m->path;
+}
+
+const struct sfu_build_id *sfu_module__build_id(const struct sfu_module *m)
+{
+	return &m->build_id;
+}
+
+uint16_t sfu_module__machine(const struct sfu_module *m)
+{
+	return m->machine;
+}
+
+bool sfu_module__is_dyn(const struct sfu_module *m)
+{
+	return m->is_dyn;
+}
+
+uint64_t sfu_module__file_size(const struct sfu_module *m)
+{
+	return m->file_id.size;
+}
+
+const struct sfu_file_id *sfu_module__file_id(const struct sfu_module *m)
+{
+	return &m->file_id;
+}
+
+const struct sfu_segment *sfu_module__segments(const struct sfu_module *m, size_t *count)
+{
+	*count = m->segment_count;
+	return m->segments;
+}
+
+const struct sfu_sframe *sfu_module__sframe(const struct sfu_module *m)
+{
+	return m->sframe;
+}
+
+enum sfu_sframe_origin sfu_module__sframe_origin(const struct sfu_module *m)
+{
+	return m->sframe_origin;
+}
+
+const char *sfu_module__sframe_error(const struct sfu_module *m)
+{
+	return m->sframe_error;
+}
+
+int sfu_module__symbolize(const struct sfu_module *m, uint64_t vaddr, const char **name,
+			  uint64_t *offset)
+{
+	size_t lo = 0, hi = m->sym_count;
+	uint32_t i;
+
+	/* the last symbol starting at or before vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -ENOENT;
+	i = (uint32_t)(lo - 1);
+	while (i != NO_PARENT && m->syms[i].end <= vaddr)
+		i = m->syms[i].parent;
+	if (i == NO_PARENT)
+		return -ENOENT;
+	*name = m->names + m->syms[i].name;
+	*offset = vaddr - m->syms[i].addr;
+	return 0;
+}
+
+int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64_t *vaddr)
+{
+	size_t lo = 0, hi = m->by_name_count;
+
+	/* the first entry of that name: the global one, when there are several */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(m->names + m->by_name[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == m->by_name_count || strcmp(m->names + m->by_name[lo].name, name))
+		return -ENOENT;
+	*vaddr = m->by_name[lo].addr;
+	return 0;
+}
+
+int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
+			  uint32_t prot, uint64_t *bias)
+{
+	const struct sfu_segment *best = NULL;
+	int best_score = -1;
+
+	for (size_t i = 0; i < m->segment_count; i++) {
+		const struct sfu_segment *s = &m->segments[i];
+		int score = 0;
+
+		/*
+		 * The kernel maps a segment from its offset rounded down to a
+		 * page, so a mapping's offset may lie up to a page before it.
+		 */
+		if (!s->filesz || file_offset >= s->offset + s->filesz ||
+		    (file_offset < s->offset && s->offset - file_offset >= MAX_PAGE_SIZE))
+			continue;
+		/* protections tell shared pages apart; RELRO may have dropped PROT_WRITE */
+		if (!(s->flags & PF_X) == !(prot & PROT_EXEC))
+			score += 4;
+		if (!(s->flags & PF_W) == !(prot & PROT_WRITE))
+			score += 2;
+		if (file_offset >= s->offset)
+			score += 1;
+		if (score > best_score) {
+			best = s;
+			best_score = score;
+		}
+	}
+	if (!best)
+		return -ENOENT;
+	/* vaddr V sits at file offset V - p_vaddr + p_offset, mapped at map_start + that - file_offset */
+	*bias = map_start + best->offset - best->vaddr - file_offset;
+	return 0;
+}
+
+int sfu_module__bias(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
+		     uint64_t *bias)
+{
+	/* an unwinder asks about code: prefer the executable segment */
+	return sfu_module__bias_prot(m, map_start, file_offset, PROT_READ | PROT_EXEC, bias);
+}

@@ -21,6 +21,7 @@ struct sfu_sframe {
 	struct fde_key *keys;		/* sorted by start */
 	size_t num_fdes;
 	size_t num_rows;
+	uint64_t id;
 };
 
 /* Bounds-checked reader over the section bytes. */
@@ -552,6 +553,7 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 				   struct sfu_diag *diag)
 {
+	static uint64_t last_id;
 	struct reader r = { data, size, false };
 	struct sfu_sframe *sf;
 	uint16_t magic;
@@ -580,6 +582,7 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 		errno = ENOMEM;
 		return NULL;
 	}
+	sf->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
 	err = parse_header(&r, &sf->hdr, diag);
 	if (!err)
 		err = decode(sf, &r, addr, diag);
@@ -591,6 +594,11 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 		return NULL;
 	}
 	return sf;
+}
+
+uint64_t sframe_id(const struct sfu_sframe *sf)
+{
+	return sf->id;
 }
 
 void sfu_sframe__free(struct sfu_sframe *sf)

@@ -57,6 +57,9 @@ void sframe_loc_set_reg(struct sfu_loc *loc, uint8_t abi, uint16_t dwarf_reg);
 /* The DWARF number behind a loc's register. */
 uint16_t sframe_loc_dwarf_reg(const struct sfu_loc *loc, uint8_t abi);
 
+/* A number no other table decoded by this process shares, for caches. */
+uint64_t sframe_id(const struct sfu_sframe *sf);
+
 void sframe_diag(struct sfu_diag *diag, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -1,11 +1,35 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The unwinder: one step per frame from SFrame rows, frame pointers where no table covers. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sfunwind/unwind.h"
+#include "sframe_internal.h"
 
 #define AARCH64_DEFAULT_PAC_MASK 0xffff000000000000ull
+
+#define CACHE_SLOTS 1024	/* direct-mapped; a power of two */
+
+struct cache_slot {
+	uint64_t table;		/* sframe_id() of the table, 0 = empty */
+	uint64_t pc;		/* in the table's address space */
+	const struct sfu_row *row;
+};
+
+struct sfu_unwind_cache {
+	struct cache_slot slot[CACHE_SLOTS];
+};
+
+struct sfu_unwind_cache *sfu_unwind_cache__new(void)
+{
+	return calloc(1, sizeof(struct sfu_unwind_cache));
+}
+
+void sfu_unwind_cache__free(struct sfu_unwind_cache *cache)
+{
+	free(cache);
+}
 
 int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -20,6 +44,16 @@ int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static inline int read_u64(sfu_read_fn read, void *ctx, uint64_t addr, uint64_t *v)
 {
+	/* the profiler's reader, inlined: an indirect call per word is a third of a frame */
+	if (read == sfu_snapshot_read) {
+		const struct sfu_snapshot *s = ctx;
+		uint64_t off = addr - s->base;
+
+		if (addr < s->base || off > s->size || sizeof(*v) > s->size - off)
+			return -EFAULT;
+		memcpy(v, s->data + off, sizeof(*v));
+		return 0;
+	}
 	return read(ctx, addr, v, sizeof(*v));
 }
 
@@ -138,14 +172,33 @@ static int step_fp(const struct sfu_regs *regs, sfu_read_fn read, void *ctx, str
 	return rec[1] ? 0 : SFU_STOP_OUTERMOST;
 }
 
+static const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc,
+					struct sfu_unwind_cache *cache)
+{
+	const struct sfu_fde *fde;
+	const struct sfu_row *row;
+	struct cache_slot *slot;
+	uint64_t id;
+
+	if (!cache)
+		return sfu_sframe__find(sf, pc, &fde, &row) ? NULL : row;
+	id = sframe_id(sf);
+	slot = &cache->slot[(pc ^ (pc >> 12) ^ id * 0x9e3779b97f4a7c15ull) & (CACHE_SLOTS - 1)];
+	if (slot->table == id && slot->pc == pc)
+		return slot->row;
+	if (sfu_sframe__find(sf, pc, &fde, &row))
+		return NULL;
+	*slot = (struct cache_slot){ id, pc, row };
+	return row;
+}
+
 /* The row for @pc, through a one-entry mapping cache. */
 static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t pc,
+				      struct sfu_unwind_cache *cache,
 				      const struct sfu_mapping **last)
 {
 	const struct sfu_mapping *m = *last;
 	const struct sfu_sframe *sf;
-	const struct sfu_fde *fde;
-	const struct sfu_row *row;
 
 	if (!m || pc < m->start || pc >= m->end) {
 		m = sfu_addrspace__find(as, pc);
@@ -155,9 +208,7 @@ static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t p
 	}
 	if (!m->module || !(sf = sfu_module__sframe(m->module)))
 		return NULL;
-	if (sfu_sframe__find(sf, pc - m->bias, &fde, &row))
-		return NULL;
-	return row;
+	return table_find(sf, pc - m->bias, cache);
 }
 
 static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
@@ -165,7 +216,8 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 		struct sfu_step *out, const struct sfu_mapping **last)
 {
 	/* a return address may be one past the end of a call to a noreturn function */
-	const struct sfu_row *row = find_row(as, first ? regs->pc : regs->pc - 1, last);
+	const struct sfu_row *row = find_row(as, first ? regs->pc : regs->pc - 1, opts->cache,
+					     last);
 
 	if (row)
 		return step_row(row, opts, regs, first, read, ctx, out);

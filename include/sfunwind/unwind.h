@@ -69,11 +69,24 @@ enum sfu_stop {
 	SFU_STOP_CFA_NOT_INCREASING,	/* the stack pointer did not move up */
 };
 
+/*
+ * A cache of pc -> row lookups, valid across address spaces since it is
+ * keyed by the unwind table itself. One per thread: it is not locked.
+ */
+struct sfu_unwind_cache;
+
+/** sfu_unwind_cache__new() - @return an empty cache, or NULL with errno set. */
+struct sfu_unwind_cache *sfu_unwind_cache__new(void);
+
+/** sfu_unwind_cache__free() - accepts NULL. */
+void sfu_unwind_cache__free(struct sfu_unwind_cache *cache);
+
 /* Options for sfu_unwind(). Zero-initialised is the default. */
 struct sfu_unwind_opts {
 	enum sfu_arch arch;
 	int no_fp_fallback;	/* do not walk frame pointers where no table covers */
 	uint64_t pac_mask;	/* AArch64: bits to clear from signed RAs; 0 = bits 48-63 */
+	struct sfu_unwind_cache *cache;	/* optional; speeds up repeated pcs */
 };
 
 struct sfu_step {

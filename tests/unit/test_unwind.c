@@ -164,6 +164,19 @@ static void test_x86_chain(void **state)
 		assert_int_equal(frames[i].source, i ? SFU_SRC_SFRAME : SFU_SRC_NONE);
 	}
 
+	/* the row cache gives the same frames, the first time and the next */
+	opts.cache = sfu_unwind_cache__new();
+	assert_non_null(opts.cache);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames,
+					    16, &n), SFU_STOP_OUTERMOST);
+		assert_int_equal(n, nwant);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(frames[i].addr, want[i]);
+	}
+	sfu_unwind_cache__free(opts.cache);
+	opts.cache = NULL;
+
 	/* depth limit: the array holds 2 */
 	assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames, 2, &n),
 			 SFU_STOP_DEPTH);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* What the cache and the address space need of a module beyond the public API. */
+#ifndef SFU_MODULE_INTERNAL_H
+#define SFU_MODULE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "sfunwind/module.h"
+
+/* Identity of a file: equal ids mean the same bytes, short of a clock skew. */
+struct sfu_file_id {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t size;
+	uint64_t mtime_sec;
+	uint64_t mtime_nsec;
+};
+
+/** sfu_file_id__from_stat() - fill @id from a stat() result. */
+void sfu_file_id__from_stat(struct sfu_file_id *id, const struct stat *st);
+
+/** @return <0, 0 or >0 as @a sorts before, with or after @b. */
+int sfu_file_id__cmp(const struct sfu_file_id *a, const struct sfu_file_id *b);
+
+/** @return the identity of the file the module was read from, as fstat() saw it. */
+const struct sfu_file_id *sfu_module__file_id(const struct sfu_module *m);
+
+/** @return <0, 0 or >0 as build ID @a sorts before, with or after @b. */
+int sfu_build_id__cmp(const struct sfu_build_id *a, const struct sfu_build_id *b);
+
+/**
+ * sfu_module__bias_prot() - sfu_module__bias() for a mapping of protection @prot.
+ *
+ * Where two PT_LOAD segments share a file page (text and data linked without
+ * -z separate-code), the mapping's offset alone cannot tell them apart; the
+ * segment whose PF_X matches PROT_EXEC in @prot wins, then the one whose PF_W
+ * matches PROT_WRITE. A RELRO page made read-only stays ambiguous.
+ *
+ * @return 0 and fills @bias, or -ENOENT.
+ */
+int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
+			  uint32_t prot, uint64_t *bias);
+
+#endif
