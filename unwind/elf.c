@@ -43,6 +43,12 @@ struct sym_name {
 	uint32_t name;
 };
 
+#define PLT_RANGES_MAX 4
+
+struct plt_range {
+	uint64_t start, end;
+};
+
 struct sfu_module {
 	unsigned long refs;
 	char *path;
@@ -53,6 +59,8 @@ struct sfu_module {
 	struct sfu_segment *segments;
 	size_t segment_count;
 	struct sfu_sframe *sframe;
+	struct plt_range plt[PLT_RANGES_MAX];	/* .plt, .plt.sec, .iplt: stubs that keep the RA in LR */
+	size_t plt_count;
 	enum sfu_sframe_origin sframe_origin;
 	char *sframe_error;
 	struct sym *syms;		/* by address, one per address */
@@ -341,6 +349,36 @@ static int decode_sframe(struct sfu_module *m, struct reader *r, const char *wha
 	if (!m->sframe_error)
 		return diag_set(r->diag, -ENOMEM, "out of memory");
 	return 0;
+}
+
+/* Where the PLT stubs are, for unwinding from inside one (see sfu_module__in_plt()). */
+static int read_plt(struct sfu_module *m, struct reader *r)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	GElf_Shdr shdr;
+	int err;
+
+	while ((scn = elf_nextscn(r->elf, scn)) && m->plt_count < PLT_RANGES_MAX) {
+		if (!gelf_getshdr(scn, &shdr))
+			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
+					elf_errmsg(-1));
+		if ((err = section_name(r, scn, &shdr, &name)))
+			return err;
+		if ((strcmp(name, ".plt") && strcmp(name, ".plt.sec") && strcmp(name, ".iplt")) ||
+		    !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_addr + shdr.sh_size < shdr.sh_addr)
+			continue;
+		m->plt[m->plt_count++] = (struct plt_range){ shdr.sh_addr, shdr.sh_addr + shdr.sh_size };
+	}
+	return 0;
+}
+
+bool sfu_module__in_plt(const struct sfu_module *m, uint64_t vaddr)
+{
+	for (size_t i = 0; i < m->plt_count; i++)
+		if (vaddr >= m->plt[i].start && vaddr < m->plt[i].end)
+			return true;
+	return false;
 }
 
 static int read_sframe(struct sfu_module *m, struct reader *r)
@@ -700,7 +738,7 @@ struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 	m->machine = r.ehdr.e_machine;
 	m->is_dyn = r.ehdr.e_type == ET_DYN;
 	if ((err = read_segments(m, &r)) || (err = read_build_id(m, &r)) ||
-	    (err = read_sframe(m, &r)) || (err = read_symbols(m, &r)))
+	    (err = read_sframe(m, &r)) || (err = read_plt(m, &r)) || (err = read_symbols(m, &r)))
 		goto out;
 	err = 0;
 out:

@@ -43,4 +43,10 @@ int sfu_build_id__cmp(const struct sfu_build_id *a, const struct sfu_build_id *b
 int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
 			  uint32_t prot, uint64_t *bias);
 
+/**
+ * sfu_module__in_plt() - whether @vaddr is in a PLT section (.plt, .plt.sec,
+ * .iplt). Stubs there touch neither the stack nor the link register.
+ */
+bool sfu_module__in_plt(const struct sfu_module *m, uint64_t vaddr);
+
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* SFrame decoder: validates a whole section of any version once, then answers lookups. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,18 +75,6 @@ uint16_t sframe_loc_dwarf_reg(const struct sfu_loc *loc, uint8_t abi)
 	}
 }
 
-void sframe_diag(struct sfu_diag *diag, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!diag)
-		return;
-	diag->err = err;
-	va_start(ap, fmt);
-	vsnprintf(diag->reason, sizeof(diag->reason), fmt, ap);
-	va_end(ap);
-}
-
 static inline bool fits(const struct reader *r, uint64_t off, uint64_t len)
 {
 	return off <= r->size && len <= r->size - off;
@@ -139,7 +128,7 @@ static int parse_header(const struct reader *r, struct sfu_sframe_header *h, str
 	static const uint8_t valid_flags[] = { 0, SFRAME_V1_FLAGS, SFRAME_V2_FLAGS, SFRAME_V3_FLAGS };
 
 	if (r->size < SFRAME_HDR_SIZE) {
-		sframe_diag(diag, -EBADMSG, "section of %zu bytes is shorter than the %d-byte header",
+		diag_set(diag, -EBADMSG, "section of %zu bytes is shorter than the %d-byte header",
 			    r->size, SFRAME_HDR_SIZE);
 		return -EBADMSG;
 	}
@@ -157,18 +146,31 @@ static int parse_header(const struct reader *r, struct sfu_sframe_header *h, str
 	h->big_endian = r->buf[0] == 0xde;
 
 	if (h->version < 1 || h->version > 3) {
-		sframe_diag(diag, -ENOTSUP, "unsupported SFrame version %u", h->version);
+		diag_set(diag, -ENOTSUP, "unsupported SFrame version %u", h->version);
 		return -ENOTSUP;
 	}
 	if (!sframe_abi_regs(h->abi)) {
-		sframe_diag(diag, -ENOTSUP, "unknown SFrame ABI %u", h->abi);
+		diag_set(diag, -ENOTSUP, "unknown SFrame ABI %u", h->abi);
 		return -ENOTSUP;
 	}
 	if (h->flags & ~valid_flags[h->version]) {
-		sframe_diag(diag, -EBADMSG, "flags %#x not defined for version %u", h->flags,
+		diag_set(diag, -EBADMSG, "flags %#x not defined for version %u", h->flags,
 			    h->version);
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+/* The CFA offset a data word stands for: s390x stores (offset - 160) / 8. */
+static int cfa_offset(const struct sfu_sframe_header *h, int32_t w, int32_t *off)
+{
+	int64_t v = w;
+
+	if (h->abi == SFU_SFRAME_ABI_S390X_BE)
+		v = v * SFRAME_S390X_CFA_ALIGN + SFRAME_S390X_CFA_ADJ;
+	if (v < INT32_MIN || v > INT32_MAX)
+		return -1;
+	*off = (int32_t)v;
 	return 0;
 }
 
@@ -195,7 +197,8 @@ static const char *decode_default(const struct sfu_sframe_header *h, const int32
 
 	row->cfa.kind = SFU_LOC_REG_OFFSET;
 	row->cfa.reg = SFRAME_FRE_BASE_SP(info) ? SFU_REG_SP : SFU_REG_FP;
-	row->cfa.offset = s390x ? w[0] * SFRAME_S390X_CFA_ALIGN + SFRAME_S390X_CFA_ADJ : w[0];
+	if (cfa_offset(h, w[0], &row->cfa.offset))
+		return "s390x CFA offset out of range";
 
 	if (h->cfa_fixed_ra_offset) {
 		row->ra.kind = SFU_LOC_AT_CFA;
@@ -261,6 +264,18 @@ static void flex_rule(uint8_t abi, uint32_t c, int32_t off, struct sfu_loc *loc,
 	}
 }
 
+/* An RA with no rule in the FRE: at the header's fixed offset, or still in its register. */
+static void untracked_ra(const struct sfu_sframe_header *h, struct sfu_row *row)
+{
+	if (h->cfa_fixed_ra_offset) {
+		row->ra.kind = SFU_LOC_AT_CFA;
+		row->ra.offset = h->cfa_fixed_ra_offset;
+	} else {
+		row->ra.kind = SFU_LOC_IN_REG;
+		row->ra.reg = SFU_REG_RA;
+	}
+}
+
 static const char *decode_flex(const struct sfu_sframe_header *h, const struct reader *r,
 			       uint64_t off, unsigned n, unsigned size, struct sfu_row *row)
 {
@@ -284,24 +299,18 @@ static const char *decode_flex(const struct sfu_sframe_header *h, const struct r
 		return "flexible FRE whose CFA rule names no register";
 	sframe_loc_set_reg(&row->cfa, h->abi, SFRAME_FLEX_REGNUM(c));
 	row->cfa.kind = SFRAME_FLEX_DEREF(c) ? SFU_LOC_DEREF : SFU_LOC_REG_OFFSET;
-	row->cfa.offset = rd_word(r, off + size, size);
-	if (h->abi == SFU_SFRAME_ABI_S390X_BE)
-		row->cfa.offset = row->cfa.offset * SFRAME_S390X_CFA_ALIGN + SFRAME_S390X_CFA_ADJ;
+	if (cfa_offset(h, rd_word(r, off + size, size), &row->cfa.offset))
+		return "s390x CFA offset out of range";
 
-	if (i < n && rd_uword(r, off + i * size, size) == 0 && (n == 3 || n == 5)) {
-		i++;	/* padding: RA untracked, FP follows */
-		row->ra.kind = SFU_LOC_IN_REG;
-		row->ra.reg = SFU_REG_RA;
+	if (n == 5 && rd_uword(r, off + i * size, size) == 0) {
+		i++;	/* padding: RA has no rule of its own, FP follows */
+		untracked_ra(h, row);
 	} else if (i + 1 < n) {
 		flex_rule(h->abi, rd_uword(r, off + i * size, size),
 			  rd_word(r, off + (i + 1) * size, size), &row->ra, &usable);
 		i += 2;
-	} else if (h->cfa_fixed_ra_offset) {
-		row->ra.kind = SFU_LOC_AT_CFA;
-		row->ra.offset = h->cfa_fixed_ra_offset;
 	} else {
-		row->ra.kind = SFU_LOC_IN_REG;
-		row->ra.reg = SFU_REG_RA;
+		untracked_ra(h, row);
 	}
 	if (i + 1 < n) {
 		flex_rule(h->abi, rd_uword(r, off + i * size, size),
@@ -339,7 +348,7 @@ static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size
 		uint8_t info;
 
 		if (!fits(&sub, off, asz + 1)) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u runs past the end of the FRE sub-section",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u runs past the end of the FRE sub-section",
 				    fde_idx, k);
 			return -EBADMSG;
 		}
@@ -350,13 +359,13 @@ static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size
 		n = SFRAME_FRE_COUNT(info);
 		size_code = SFRAME_FRE_SIZE(info);
 		if (size_code > 2) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u has invalid offset size code 3",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u has invalid offset size code 3",
 				    fde_idx, k);
 			return -EBADMSG;
 		}
 		size = 1u << size_code;
 		if (!fits(&sub, off, (uint64_t)n * size)) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u data words run past the end of the FRE sub-section",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u data words run past the end of the FRE sub-section",
 				    fde_idx, k);
 			return -EBADMSG;
 		}
@@ -374,18 +383,18 @@ static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size
 			why = decode_default(h, w, n, info, row);
 		}
 		if (why) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u: %s", fde_idx, k, why);
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u: %s", fde_idx, k, why);
 			return -EBADMSG;
 		}
 		off += (uint64_t)n * size;
 
 		if (k > 0 && row->start <= rows[k - 1].start) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u start %#x does not increase",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u start %#x does not increase",
 				    fde_idx, k, row->start);
 			return -EBADMSG;
 		}
 		if (fde->fde_type == SFU_FDE_PCINC && row->start > fde->size) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE %u start %#x past the function size %#x",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u start %#x past the function size %#x",
 				    fde_idx, k, row->start, fde->size);
 			return -EBADMSG;
 		}
@@ -410,7 +419,7 @@ static int read_fde(struct sfu_sframe *sf, const struct reader *r, uint64_t fdes
 		fde->fre_off = rd32(r, at + 12);
 		if (!fits(r, fres_at + fde->fre_off, SFRAME_V3_ATTR_SIZE) ||
 		    fde->fre_off + (uint64_t)SFRAME_V3_ATTR_SIZE > h->fre_len) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: attributes at FRE offset %#x past the end of the FRE sub-section",
+			diag_set(diag, -EBADMSG, "FDE %zu: attributes at FRE offset %#x past the end of the FRE sub-section",
 				    i, fde->fre_off);
 			return -EBADMSG;
 		}
@@ -421,7 +430,7 @@ static int read_fde(struct sfu_sframe *sf, const struct reader *r, uint64_t fdes
 		fde->signal_frame = SFU_FDE_INFO_SIGNAL_FRAME(fde->info);
 		fde->flex = SFRAME_V3_FDE_TYPE(fde->info2) == SFRAME_V3_FDE_FLEX;
 		if (SFRAME_V3_FDE_TYPE(fde->info2) > SFRAME_V3_FDE_FLEX) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: unknown FDE type %u", i,
+			diag_set(diag, -EBADMSG, "FDE %zu: unknown FDE type %u", i,
 				    SFRAME_V3_FDE_TYPE(fde->info2));
 			return -EBADMSG;
 		}
@@ -440,14 +449,14 @@ static int read_fde(struct sfu_sframe *sf, const struct reader *r, uint64_t fdes
 	fde->fde_type = SFU_FDE_INFO_FDE_TYPE(fde->info);
 	fde->pauth_key = SFU_FDE_INFO_PAUTH_KEY(fde->info);
 	if (fde->fre_type > SFU_FRE_ADDR4) {
-		sframe_diag(diag, -EBADMSG, "FDE %zu: invalid FRE type %u", i, fde->fre_type);
+		diag_set(diag, -EBADMSG, "FDE %zu: invalid FRE type %u", i, fde->fre_type);
 		return -EBADMSG;
 	}
 	if (fde->fde_type == SFU_FDE_PCMASK) {
 		if (h->version == 1)
 			fde->rep_size = SFRAME_V1_PLT_REP_SIZE;
 		if (!fde->rep_size) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: PCMASK with a repeat size of 0", i);
+			diag_set(diag, -EBADMSG, "FDE %zu: PCMASK with a repeat size of 0", i);
 			return -EBADMSG;
 		}
 	}
@@ -479,18 +488,18 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 	int err;
 
 	if (!fits(r, fdes_at, (uint64_t)h->num_fdes * fde_size)) {
-		sframe_diag(diag, -EBADMSG, "%u FDEs at offset %#llx do not fit in %zu bytes",
+		diag_set(diag, -EBADMSG, "%u FDEs at offset %#llx do not fit in %zu bytes",
 			    h->num_fdes, (unsigned long long)fdes_at, r->size);
 		return -EBADMSG;
 	}
 	if (!fits(r, fres_at, h->fre_len)) {
-		sframe_diag(diag, -EBADMSG, "FRE sub-section (%u bytes at %#llx) runs past the end of %zu bytes",
+		diag_set(diag, -EBADMSG, "FRE sub-section (%u bytes at %#llx) runs past the end of %zu bytes",
 			    h->fre_len, (unsigned long long)fres_at, r->size);
 		return -EBADMSG;
 	}
 	/* Every FRE takes at least 2 bytes: a count larger than that is a lie. */
 	if ((uint64_t)h->num_fres * 2 > h->fre_len) {
-		sframe_diag(diag, -EBADMSG, "%u FREs cannot fit in an FRE sub-section of %u bytes",
+		diag_set(diag, -EBADMSG, "%u FREs cannot fit in an FRE sub-section of %u bytes",
 			    h->num_fres, h->fre_len);
 		return -EBADMSG;
 	}
@@ -507,7 +516,7 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 			return err;
 		total_rows += sf->fdes[i].num_fres;
 		if (total_rows > h->num_fres) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE counts add up to more than the header's %u",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE counts add up to more than the header's %u",
 				    i, h->num_fres);
 			return -EBADMSG;
 		}
@@ -525,7 +534,7 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 		if (h->version == 3)
 			first += SFRAME_V3_ATTR_SIZE;
 		if (fde->fre_off > h->fre_len) {
-			sframe_diag(diag, -EBADMSG, "FDE %zu: FRE offset %#x past the end of the FRE sub-section",
+			diag_set(diag, -EBADMSG, "FDE %zu: FRE offset %#x past the end of the FRE sub-section",
 				    i, fde->fre_off);
 			return -EBADMSG;
 		}
@@ -542,7 +551,7 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 	}
 	if (!sorted) {
 		if (h->flags & SFU_SFRAME_F_FDE_SORTED) {
-			sframe_diag(diag, -EBADMSG, "FDEs are not sorted though the section says so");
+			diag_set(diag, -EBADMSG, "FDEs are not sorted though the section says so");
 			return -EBADMSG;
 		}
 		qsort(sf->keys, sf->num_fdes, sizeof(*sf->keys), key_cmp);
@@ -564,7 +573,7 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 		return NULL;
 	}
 	if (size < 2) {
-		sframe_diag(diag, -EBADMSG, "section of %zu bytes has no SFrame magic", size);
+		diag_set(diag, -EBADMSG, "section of %zu bytes has no SFrame magic", size);
 		errno = EBADMSG;
 		return NULL;
 	}
@@ -572,7 +581,7 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 	if (magic == __builtin_bswap16(SFU_SFRAME_MAGIC)) {
 		r.swap = true;
 	} else if (magic != SFU_SFRAME_MAGIC) {
-		sframe_diag(diag, -EBADMSG, "bad SFrame magic %#06x", magic);
+		diag_set(diag, -EBADMSG, "bad SFrame magic %#06x", magic);
 		errno = EBADMSG;
 		return NULL;
 	}
@@ -588,7 +597,7 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 		err = decode(sf, &r, addr, diag);
 	if (err) {
 		if (err == -ENOMEM)
-			sframe_diag(diag, err, "out of memory");
+			diag_set(diag, err, "out of memory");
 		sfu_sframe__free(sf);
 		errno = -err;
 		return NULL;

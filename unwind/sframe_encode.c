@@ -88,13 +88,27 @@ static void set32(struct writer *wr, size_t at, uint32_t v)
 
 static int cfa_word(const struct sfu_sframe_enc_opts *o, int32_t off, int64_t *w)
 {
+	int64_t v = (int64_t)off - SFRAME_S390X_CFA_ADJ;
+
 	if (o->abi != SFU_SFRAME_ABI_S390X_BE) {
 		*w = off;
 		return 0;
 	}
-	if ((off - SFRAME_S390X_CFA_ADJ) % SFRAME_S390X_CFA_ALIGN)
+	if (v % SFRAME_S390X_CFA_ALIGN)
 		return -EINVAL;
-	*w = (off - SFRAME_S390X_CFA_ADJ) / SFRAME_S390X_CFA_ALIGN;
+	*w = v / SFRAME_S390X_CFA_ALIGN;
+	return 0;
+}
+
+/*
+ * A stack slot as a default data word. On s390x, 0 is the padding word and
+ * (V2) an odd word names a register, so neither can be a slot.
+ */
+static int slot_word(const struct sfu_sframe_enc_opts *o, int32_t off, int64_t *w)
+{
+	if (o->abi == SFU_SFRAME_ABI_S390X_BE && (off == 0 || (o->version == 2 && (off & 1))))
+		return -EINVAL;
+	*w = off;
 	return 0;
 }
 
@@ -180,7 +194,9 @@ static int default_words(const struct sfu_sframe_enc_opts *o, const struct sfu_r
 		if (row->ra.kind != SFU_LOC_AT_CFA || row->ra.offset != o->cfa_fixed_ra_offset)
 			return -EINVAL;
 	} else if (row->ra.kind == SFU_LOC_AT_CFA) {
-		add_word(f, row->ra.offset, false);
+		if (slot_word(o, row->ra.offset, &w))
+			return -EINVAL;
+		add_word(f, w, false);
 	} else if (is_untracked_ra(o, &row->ra)) {
 		if (fp) {
 			if (!s390x)
@@ -199,7 +215,9 @@ static int default_words(const struct sfu_sframe_enc_opts *o, const struct sfu_r
 		if (row->fp.kind != SFU_LOC_AT_CFA || row->fp.offset != o->cfa_fixed_fp_offset)
 			return -EINVAL;
 	} else if (row->fp.kind == SFU_LOC_AT_CFA) {
-		add_word(f, row->fp.offset, false);
+		if (slot_word(o, row->fp.offset, &w))
+			return -EINVAL;
+		add_word(f, w, false);
 	} else if (row->fp.kind == SFU_LOC_IN_REG) {
 		if (s390x_reg_word(o, &row->fp, &w))
 			return -EINVAL;
@@ -268,13 +286,18 @@ static int write_fres(struct writer *wr, const struct sfu_sframe_enc_opts *o,
 		unsigned size;
 
 		if (row_words(o, &fn->rows[k], flex, &f)) {
-			sframe_diag(diag, -EINVAL, "function at %#llx: row %zu cannot be written in SFrame version %u",
+			diag_set(diag, -EINVAL, "function at %#llx: row %zu cannot be written in SFrame version %u",
 				    (unsigned long long)fn->start, k, o->version);
 			return -EINVAL;
 		}
 		if (k > 0 && f.start <= fn->rows[k - 1].start) {
-			sframe_diag(diag, -EINVAL, "function at %#llx: row starts do not increase",
+			diag_set(diag, -EINVAL, "function at %#llx: row starts do not increase",
 				    (unsigned long long)fn->start);
+			return -EINVAL;
+		}
+		if (fn->fde_type == SFU_FDE_PCINC ? f.start > fn->size : f.start >= fn->rep_size) {
+			diag_set(diag, -EINVAL, "function at %#llx: row %zu starts past its end",
+				    (unsigned long long)fn->start, k);
 			return -EINVAL;
 		}
 		size = word_size(&f);
@@ -306,15 +329,38 @@ static unsigned fre_type_for(const struct sfu_sframe_func *fn)
 static int check_opts(const struct sfu_sframe_enc_opts *o, size_t num_funcs,
 		      struct sfu_diag *diag)
 {
+	static const uint8_t valid_flags[] = { 0, SFRAME_V1_FLAGS, SFRAME_V2_FLAGS, SFRAME_V3_FLAGS };
+
 	if (o->version < 1 || o->version > 3 || !sframe_abi_regs(o->abi)) {
-		sframe_diag(diag, -EINVAL, "cannot write SFrame version %u for ABI %u", o->version,
+		diag_set(diag, -EINVAL, "cannot write SFrame version %u for ABI %u", o->version,
 			    o->abi);
 		return -EINVAL;
 	}
+	if (o->flags & ~valid_flags[o->version]) {
+		diag_set(diag, -EINVAL, "flags %#x not defined for version %u", o->flags, o->version);
+		return -EINVAL;
+	}
 	if (num_funcs > UINT32_MAX) {
-		sframe_diag(diag, -ERANGE, "too many functions");
+		diag_set(diag, -ERANGE, "too many functions");
 		return -ERANGE;
 	}
+	return 0;
+}
+
+static int check_func(const struct sfu_sframe_enc_opts *o, const struct sfu_sframe_func *fn,
+		      size_t i, struct sfu_diag *diag)
+{
+	if (fn->fde_type > SFU_FDE_PCMASK || fn->pauth_key > 1)
+		return diag_set(diag, -EINVAL, "function %zu: FDE type %u or PAuth key %u invalid",
+				i, fn->fde_type, fn->pauth_key);
+	if (fn->fde_type != SFU_FDE_PCMASK)
+		return 0;
+	/* V1 has no repeat size field: readers assume the .plt's 16 */
+	if (o->version == 1 && fn->rep_size != SFRAME_V1_PLT_REP_SIZE)
+		return diag_set(diag, -EINVAL, "function %zu: version 1 PCMASK repeats every %u bytes, not %u",
+				i, SFRAME_V1_PLT_REP_SIZE, fn->rep_size);
+	if (!fn->rep_size)
+		return diag_set(diag, -EINVAL, "function %zu: PCMASK needs a repeat size", i);
 	return 0;
 }
 
@@ -327,7 +373,8 @@ int sfu_sframe_encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sfra
 	const struct sfu_sframe_func **sorted = NULL;
 	struct writer wr = { .swap = o->big_endian != host_be };
 	uint8_t flags = SFU_SFRAME_F_FDE_SORTED | o->flags;
-	bool pcrel = o->version == 3 || (o->version == 2 && o->pcrel);
+	bool pcrel = o->version == 3 ||
+		     (o->version == 2 && (o->pcrel || (o->flags & SFU_SFRAME_F_FDE_FUNC_START_PCREL)));
 	uint64_t num_fres = 0;
 	size_t fre_base;
 	int err;
@@ -343,19 +390,17 @@ int sfu_sframe_encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sfra
 	for (size_t i = 0; i < num_funcs; i++) {
 		sorted[i] = &funcs[i];
 		num_fres += funcs[i].num_rows;
-		if (funcs[i].fde_type == SFU_FDE_PCMASK && o->version > 1 && !funcs[i].rep_size) {
-			sframe_diag(diag, -EINVAL, "function %zu: PCMASK needs a repeat size", i);
-			err = -EINVAL;
+		err = check_func(o, &funcs[i], i, diag);
+		if (err)
 			goto out;
-		}
 		if (o->version == 3 && funcs[i].num_rows > UINT16_MAX) {
-			sframe_diag(diag, -ERANGE, "function %zu: more than 65535 rows", i);
+			diag_set(diag, -ERANGE, "function %zu: more than 65535 rows", i);
 			err = -ERANGE;
 			goto out;
 		}
 	}
 	if (num_fres > UINT32_MAX) {
-		sframe_diag(diag, -ERANGE, "too many rows");
+		diag_set(diag, -ERANGE, "too many rows");
 		err = -ERANGE;
 		goto out;
 	}
@@ -388,7 +433,7 @@ int sfu_sframe_encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sfra
 			continue;
 		}
 		if ((int64_t)rel != (int32_t)rel) {
-			sframe_diag(diag, -ERANGE, "function at %#llx is out of reach of a 32-bit start",
+			diag_set(diag, -ERANGE, "function at %#llx is out of reach of a 32-bit start",
 				    (unsigned long long)fn->start);
 			err = -ERANGE;
 			goto out;
@@ -423,7 +468,7 @@ int sfu_sframe_encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sfra
 			goto out;
 	}
 	if (wr.len - fre_base > UINT32_MAX) {
-		sframe_diag(diag, -ERANGE, "FRE sub-section larger than 4 GiB");
+		diag_set(diag, -ERANGE, "FRE sub-section larger than 4 GiB");
 		err = -ERANGE;
 		goto out;
 	}

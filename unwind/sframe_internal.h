@@ -3,9 +3,9 @@
 #ifndef SFU_SFRAME_INTERNAL_H
 #define SFU_SFRAME_INTERNAL_H
 
-#include <stdarg.h>
 #include <stdint.h>
 
+#include "diag_internal.h"
 #include "sfunwind/sframe.h"
 
 #define SFRAME_HDR_SIZE		28
@@ -60,7 +60,5 @@ uint16_t sframe_loc_dwarf_reg(const struct sfu_loc *loc, uint8_t abi);
 /* A number no other table decoded by this process shares, for caches. */
 uint64_t sframe_id(const struct sfu_sframe *sf);
 
-void sframe_diag(struct sfu_diag *diag, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif

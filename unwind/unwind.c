@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sfunwind/unwind.h"
+#include "module_internal.h"
 #include "sframe_internal.h"
 
 #define AARCH64_DEFAULT_PAC_MASK 0xffff000000000000ull
@@ -134,9 +135,15 @@ static int step_row(const struct sfu_row *row, const struct sfu_unwind_opts *opt
 	stop = loc_value(&row->ra, cfa, 0, regs, opts, first, read, ctx, &ra);
 	if (!stop && row->ra.kind == SFU_LOC_SAME)
 		stop = SFU_STOP_BAD_INFO;	/* a caller cannot return to itself */
-	if (!stop)
-		stop = loc_value(&row->fp, cfa, regs->fp, regs, opts, first, read, ctx, &fp);
 	if (stop)
+		return stop;
+	/*
+	 * In an epilogue after `pop %rbp` the row still names the FP's slot, now
+	 * below the SP: the register already holds the caller's value.
+	 */
+	if (first && row->fp.kind == SFU_LOC_AT_CFA && cfa + (int64_t)row->fp.offset < regs->sp)
+		fp = regs->fp;
+	else if ((stop = loc_value(&row->fp, cfa, regs->fp, regs, opts, first, read, ctx, &fp)))
 		return stop;
 
 	if (row->flags & SFU_ROW_MANGLED_RA)
@@ -192,7 +199,7 @@ static const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc
 	return row;
 }
 
-/* The row for @pc, through a one-entry mapping cache. */
+/* The row for @pc, through a one-entry mapping cache; *last is the pc's mapping or NULL. */
 static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t pc,
 				      struct sfu_unwind_cache *cache,
 				      const struct sfu_mapping **last)
@@ -202,23 +209,37 @@ static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t p
 
 	if (!m || pc < m->start || pc >= m->end) {
 		m = sfu_addrspace__find(as, pc);
+		*last = m;
 		if (!m)
 			return NULL;
-		*last = m;
 	}
 	if (!m->module || !(sf = sfu_module__sframe(m->module)))
 		return NULL;
 	return table_find(sf, pc - m->bias, cache);
 }
 
+/*
+ * AArch64 PLT stubs have no SFrame rows (ld writes none) but a known rule:
+ * they neither move the SP nor touch the link register.
+ */
+static const struct sfu_row aarch64_plt_row = {
+	.cfa = { .kind = SFU_LOC_REG_OFFSET, .reg = SFU_REG_SP },
+	.ra = { .kind = SFU_LOC_IN_REG, .reg = SFU_REG_RA },
+	.fp = { .kind = SFU_LOC_SAME, .reg = SFU_REG_FP },
+};
+
 static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 		const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
 		struct sfu_step *out, const struct sfu_mapping **last)
 {
 	/* a return address may be one past the end of a call to a noreturn function */
-	const struct sfu_row *row = find_row(as, first ? regs->pc : regs->pc - 1, opts->cache,
-					     last);
+	uint64_t pc = first ? regs->pc : regs->pc - 1;
+	const struct sfu_row *row = find_row(as, pc, opts->cache, last);
+	const struct sfu_mapping *m = *last;
 
+	if (!row && first && opts->arch == SFU_ARCH_AARCH64 && m && m->module &&
+	    sfu_module__in_plt(m->module, pc - m->bias))
+		row = &aarch64_plt_row;
 	if (row)
 		return step_row(row, opts, regs, first, read, ctx, out);
 	if (opts->no_fp_fallback)

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Fuzz target: open the input as an ELF module, then symbolize and bias addresses in it. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sfunwind.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_PROBED_FDES 64
+
+static volatile uint64_t sink;
+static int input_fd = -1;
+static char input_path[64];
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void broken(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fuzz_elf: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+/* The library opens modules by path: give it one backed by memory. */
+static void write_input(const uint8_t *data, size_t size)
+{
+	size_t done = 0;
+
+	if (input_fd < 0) {
+		input_fd = memfd_create("fuzz_elf", MFD_CLOEXEC);
+		if (input_fd < 0)
+			broken("memfd_create: %s", strerror(errno));
+		snprintf(input_path, sizeof(input_path), "/proc/self/fd/%d", input_fd);
+	}
+	if (ftruncate(input_fd, 0))
+		broken("ftruncate: %s", strerror(errno));
+	while (done < size) {
+		ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
+
+		if (n <= 0)
+			broken("pwrite: %s", n ? strerror(errno) : "short write");
+		done += (size_t)n;
+	}
+}
+
+static void symbolize(const struct sfu_module *m, uint64_t vaddr)
+{
+	const char *name = NULL;
+	uint64_t offset = 0, addr;
+	int err = sfu_module__symbolize(m, vaddr, &name, &offset);
+
+	if (err == -ENOENT)
+		return;
+	if (err)
+		broken("symbolize(%#llx) returned %d, not 0 or -ENOENT",
+		       (unsigned long long)vaddr, err);
+	if (!name)
+		broken("symbolize(%#llx) succeeded without a name", (unsigned long long)vaddr);
+	if (offset > vaddr)
+		broken("symbolize(%#llx) gave %s+%#llx, a symbol above the address",
+		       (unsigned long long)vaddr, name, (unsigned long long)offset);
+	sink += strlen(name);
+	if (sfu_module__symbol_addr(m, name, &addr) == 0)
+		sink += addr;
+}
+
+static void probe_segments(const struct sfu_module *m)
+{
+	size_t count = 0;
+	const struct sfu_segment *segs = sfu_module__segments(m, &count);
+
+	if (count && !segs)
+		broken("%zu segments but no array", count);
+	for (size_t i = 0; i < count; i++) {
+		const struct sfu_segment *s = &segs[i];
+		uint64_t bias;
+
+		symbolize(m, s->vaddr);
+		symbolize(m, s->vaddr + s->memsz / 2);
+		symbolize(m, s->vaddr + s->memsz - 1);
+		/* As if mapped at a typical PIE base, page-aligned as mmap would. */
+		if (sfu_module__bias(m, 0x555555554000ULL + (s->vaddr & ~0xfffULL),
+				     s->offset & ~0xfffULL, &bias) == 0)
+			sink += bias;
+	}
+}
+
+static void probe_sframe(const struct sfu_module *m)
+{
+	const struct sfu_sframe *sf = sfu_module__sframe(m);
+	size_t count;
+
+	if (!sf) {
+		const char *why = sfu_module__sframe_error(m);
+
+		sink += why ? strlen(why) : 0;
+		return;
+	}
+	count = sfu_sframe__fde_count(sf);
+	if (count > MAX_PROBED_FDES)
+		count = MAX_PROBED_FDES;
+	for (size_t i = 0; i < count; i++) {
+		const struct sfu_fde *fde = sfu_sframe__fde(sf, i);
+		const struct sfu_fde *found;
+		const struct sfu_row *row;
+
+		if (!fde)
+			broken("FDE %zu of %zu is NULL", i, sfu_sframe__fde_count(sf));
+		symbolize(m, fde->start);
+		if (sfu_sframe__find(sf, fde->start, &found, &row) == 0)
+			sink += row->cfa.offset;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sfu_diag diag = { 0 };
+	struct sfu_module *m;
+
+	write_input(data, size);
+	m = sfu_module__open(input_path, &diag);
+	if (!m)
+		return 0;
+	if (sfu_module__file_size(m) != size)
+		broken("file size %llu, wrote %zu", (unsigned long long)sfu_module__file_size(m),
+		       size);
+	if (sfu_module__build_id(m)->len > SFU_BUILD_ID_MAX)
+		broken("build ID of %u bytes", sfu_module__build_id(m)->len);
+	sink += sfu_module__machine(m) + sfu_module__is_dyn(m) + sfu_module__sframe_origin(m);
+	sink += strlen(sfu_module__path(m));
+	probe_segments(m);
+	probe_sframe(m);
+	/* Addresses the input chooses. */
+	for (size_t off = 0; off + 8 <= size && off < 64; off += 16) {
+		uint64_t v;
+
+		memcpy(&v, data + size - 8 - off, sizeof(v));
+		symbolize(m, v);
+	}
+	sfu_module__put(sfu_module__get(m));
+	sfu_module__put(m);
+	return 0;
+}
