@@ -12,6 +12,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "read_whole.h"
 #include "snapshot.h"
 
 __thread struct sfu_snap_thread sfu_snap_self;
@@ -186,48 +187,6 @@ static int put_u64(FILE *f, uint64_t v)
 	return put(f, b, sizeof(b));
 }
 
-/* /proc files have no size: read until EOF into a growing buffer. */
-static int read_maps(char **text, size_t *len)
-{
-	size_t cap = 16384, n = 0;
-	char *buf = malloc(cap), *bigger;
-	FILE *f;
-	int err = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	f = fopen("/proc/self/maps", "re");
-	if (!f) {
-		err = -errno;
-		free(buf);
-		return err;
-	}
-	for (;;) {
-		size_t got = fread(buf + n, 1, cap - n, f);
-
-		n += got;
-		if (n < cap) {
-			if (ferror(f))
-				err = -EIO;
-			break;
-		}
-		bigger = realloc(buf, cap * 2);
-		if (!bigger) {
-			err = -ENOMEM;
-			break;
-		}
-		buf = bigger;
-		cap *= 2;
-	}
-	fclose(f);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*text = buf;
-	*len = n;
-	return 0;
-}
 
 int sfu_snap__write(const char *tag)
 {
@@ -253,7 +212,7 @@ int sfu_snap__write_capture(const struct sfu_snap_capture *cap, const char *tag)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s.snap", out_dir, tag) >= sizeof(path))
 		return fail(-ENAMETOOLONG, "output path for", tag);
 
-	err = read_maps(&maps, &maps_len);
+	err = read_whole("/proc/self/maps", (void **)&maps, &maps_len);
 	if (err)
 		return fail(err, "/proc/self/maps", NULL);
 	for (unsigned i = 0; i < cap->depth; i++)

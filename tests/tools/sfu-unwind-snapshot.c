@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sfunwind.h"
+#include "../progs/read_whole.h"
 
 #define SNAP_MAGIC "SFUSNAP1"
 #define MAX_NAMES 256
@@ -65,45 +66,6 @@ static int take_u64(struct cursor *c, uint64_t *v)
 	return 0;
 }
 
-static int read_whole(const char *path, uint8_t **data, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0;
-	uint8_t *buf = malloc(cap), *bigger;
-	FILE *f;
-	int err = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	f = fopen(path, "rb");
-	if (!f) {
-		err = -errno;
-		free(buf);
-		return err;
-	}
-	for (;;) {
-		n += fread(buf + n, 1, cap - n, f);
-		if (n < cap) {
-			if (ferror(f))
-				err = -EIO;
-			break;
-		}
-		bigger = realloc(buf, cap * 2);
-		if (!bigger) {
-			err = -ENOMEM;
-			break;
-		}
-		buf = bigger;
-		cap *= 2;
-	}
-	fclose(f);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*data = buf;
-	*len = n;
-	return 0;
-}
 
 /* Parse the format documented in tests/progs/snapshot.h; @why says what is wrong. */
 static int parse_snapshot(struct snapshot *s, const char **why)
@@ -321,7 +283,7 @@ int main(int argc, char **argv)
 	}
 	path = argv[optind];
 
-	err = read_whole(path, &snap.file, &snap.file_len);
+	err = read_whole(path, (void **)&snap.file, &snap.file_len);
 	if (err) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-err));
 		return 2;
