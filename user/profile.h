@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The profile file: a writer for record and a reader for report, script, export and dump. */
+#ifndef SFPROF_PROFILE_H
+#define SFPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROFILE_F_SYSTEM_WIDE	0x1
+#define PROFILE_F_COMMAND	0x2
+
+/* What the header says of the recording. Strings may be NULL when writing. */
+struct profile_meta {
+	uint32_t flags;		/* PROFILE_F_* */
+	uint64_t created_ns;	/* CLOCK_REALTIME */
+	uint32_t freq_hz;
+	uint32_t stack_size;
+	uint64_t clock_offset_ns;	/* sample time + this = CLOCK_REALTIME */
+	const char *host;
+	const char *release;
+	const char *machine;
+	const char *cmdline;	/* arguments joined by spaces */
+};
+
+struct profile_process {
+	uint32_t pid, ppid;
+	const char *comm;
+	const char *exe;
+	uint64_t pid_ns, mnt_ns;
+	uint32_t ns_pid;
+};
+
+struct profile_thread {
+	uint32_t pid, tid;
+	const char *comm;
+};
+
+struct profile_module {
+	uint32_t id;		/* set by the writer; from 1 */
+	uint64_t file_size;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	const char *path;
+};
+
+struct profile_mapping {
+	uint32_t pid;
+	uint64_t start, end;
+	uint64_t file_offset;
+	uint8_t prot;
+	uint32_t module_id;	/* 0: none */
+};
+
+enum profile_space { PROFILE_USER = 0, PROFILE_KERNEL = 1 };
+
+struct profile_stack {
+	uint32_t id;		/* from 1 */
+	uint8_t space;		/* enum profile_space */
+	const uint8_t *cbf;
+	size_t len;
+};
+
+struct profile_sample {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	uint32_t pid, tid, cpu;
+	uint32_t weight;
+	/* writing: the CBF bytes (len 0 = none); reading: the interned stacks, NULL = none */
+	const uint8_t *ustack, *kstack;
+	size_t ustack_len, kstack_len;
+	uint32_t ustack_id, kstack_id;	/* reading: ids, 0 = none */
+};
+
+struct profile_lost {
+	uint64_t time_ns;
+	uint32_t cpu;
+	uint64_t count;
+};
+
+struct profile_exit {
+	uint64_t time_ns;
+	uint32_t pid;
+};
+
+struct profile_comm {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	const char *comm;
+};
+
+struct profile_diag {
+	char reason[256];
+};
+
+/* --- writing --- */
+
+struct profile_writer;
+
+/**
+ * profile_writer__create() - start a new profile file.
+ *
+ * An existing @path is renamed to @path.old first; the new file is created
+ * owner-only with O_EXCL.
+ *
+ * @return the writer, or NULL with errno set and @diag->reason filled.
+ */
+struct profile_writer *profile_writer__create(const char *path, const struct profile_meta *meta,
+					      struct profile_diag *diag);
+
+int profile_writer__process(struct profile_writer *w, const struct profile_process *p);
+int profile_writer__thread(struct profile_writer *w, const struct profile_thread *t);
+int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e);
+int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c);
+int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l);
+int profile_writer__mapping(struct profile_writer *w, const struct profile_mapping *m);
+
+/**
+ * profile_writer__module() - record a module once; the same build ID and path
+ * give the same id. @return the id (from 1) in @id, 0 or a negative errno.
+ */
+int profile_writer__module(struct profile_writer *w, const struct profile_module *m, uint32_t *id);
+
+/**
+ * profile_writer__sample() - record a sample; its stacks are interned, so a
+ * stack seen before costs only its id. @return 0 or a negative errno.
+ */
+int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s);
+
+/** profile_writer__flush() - write the current block out now. @return 0 or -errno. */
+int profile_writer__flush(struct profile_writer *w);
+
+/** @return bytes written to the file so far (blocks complete on disk). */
+uint64_t profile_writer__bytes(const struct profile_writer *w);
+
+/** @return samples recorded so far. */
+uint64_t profile_writer__samples(const struct profile_writer *w);
+
+/**
+ * profile_writer__close() - flush, write the trailer and close.
+ * @failed: the recording stopped early because of an error (noted in the trailer).
+ *
+ * Frees @w whatever happens. @return 0 or the first error met while writing.
+ */
+int profile_writer__close(struct profile_writer *w, bool failed, struct profile_diag *diag);
+
+/**
+ * profile_writer__discard() - close and delete the file, restoring @path.old
+ * if the writer had renamed one. For a recording that never started.
+ */
+void profile_writer__discard(struct profile_writer *w);
+
+/* --- reading --- */
+
+enum profile_rec {
+	PROFILE_REC_PROCESS = 1,
+	PROFILE_REC_THREAD = 2,
+	PROFILE_REC_MODULE = 3,
+	PROFILE_REC_MAPPING = 4,
+	PROFILE_REC_STACK = 5,
+	PROFILE_REC_SAMPLE = 6,
+	PROFILE_REC_LOST = 7,
+	PROFILE_REC_EXIT = 8,
+	PROFILE_REC_COMM = 9,
+};
+
+struct profile_record {
+	enum profile_rec type;
+	union {
+		struct profile_process process;
+		struct profile_thread thread;
+		struct profile_module module;
+		struct profile_mapping mapping;
+		struct profile_stack stack;
+		struct profile_sample sample;
+		struct profile_lost lost;
+		struct profile_exit exit;
+		struct profile_comm comm;
+	};
+};
+
+/* How reading went, for the "file truncated / damaged" notices. */
+struct profile_status {
+	uint64_t file_size;
+	uint64_t blocks;		/* read whole */
+	uint64_t bad_blocks;		/* damaged and skipped */
+	uint64_t bytes_recovered;	/* header and whole blocks */
+	uint64_t unknown_stacks;	/* samples whose stack was in a damaged block */
+	bool truncated;			/* no trailer: cut short or still being written */
+	bool has_trailer;
+	bool trailer_failed;		/* the writer noted it stopped on an error */
+	uint64_t trailer_samples, trailer_lost;	/* what the writer counted */
+	char first_error[256];		/* the first damage met, in words */
+};
+
+struct profile_reader;
+
+/**
+ * profile_reader__open() - open a profile and check its header.
+ * @return the reader, or NULL with errno set (ENOENT, EACCES, EBADMSG for
+ * "not a profile" or a damaged header, ENOTSUP for an unknown version) and
+ * @diag->reason filled.
+ */
+struct profile_reader *profile_reader__open(const char *path, struct profile_diag *diag);
+
+/** @return the header's content; strings valid while the reader lives. */
+const struct profile_meta *profile_reader__meta(const struct profile_reader *r);
+
+/**
+ * profile_reader__next() - the next record, in file order. Damaged blocks are
+ * skipped and counted in the status. Pointers in @rec stay valid until the
+ * next call, except stack bytes of samples, valid while the reader lives.
+ *
+ * @return 1 with @rec filled, 0 at the end, or a negative errno (-EIO, -ENOMEM).
+ */
+int profile_reader__next(struct profile_reader *r, struct profile_record *rec);
+
+/** @return how reading went so far (complete once next() returned 0). */
+const struct profile_status *profile_reader__status(const struct profile_reader *r);
+
+/** profile_reader__free() - accepts NULL. */
+void profile_reader__free(struct profile_reader *r);
+
+#endif

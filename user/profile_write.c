@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Profile writer: records into zstd blocks written whole, interned stacks, a trailer at close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "profile.h"
+#include "profile_internal.h"
+
+#define ZSTD_LEVEL 3
+#define BLOCK_NS 1000000000ull	/* a block older than this is written at the next record */
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;	/* an append failed: the content is incomplete */
+};
+
+/* Interned byte strings -> ids from 1, open addressing. */
+struct intern {
+	struct slot {
+		uint64_t hash;
+		uint32_t id;	/* 0 = empty */
+		uint32_t len;
+		uint8_t *key;
+	} *slots;
+	size_t cap, count;
+};
+
+struct profile_writer {
+	int fd;
+	char *path;
+	char *old_path;		/* set when an existing file was renamed away */
+	int err;		/* first write error, sticky */
+	uint64_t committed;	/* bytes of whole blocks on disk */
+	ZSTD_CCtx *zc;
+	struct buf block, scratch, out;
+	uint32_t block_records;
+	uint64_t block_started;	/* CLOCK_MONOTONIC_COARSE ns of its first record */
+	uint64_t prev_time;	/* of the last timed record in the block */
+	struct intern stacks, modules;
+	uint64_t samples, lost, blocks;
+	uint64_t first_time, last_time;
+	uint32_t processes;
+};
+
+static uint64_t now_coarse(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void set_reason(struct profile_diag *diag, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_reason(struct profile_diag *diag, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!diag)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(diag->reason, sizeof(diag->reason), fmt, ap);
+	va_end(ap);
+}
+
+static int buf_reserve(struct buf *b, size_t more)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	uint8_t *p;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+static int buf_put(struct buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n)) {
+		b->oom = true;
+		return -ENOMEM;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static void put_varint(struct buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	buf_put(b, tmp, n);
+}
+
+static void put_bytes(struct buf *b, const void *p, size_t n)
+{
+	put_varint(b, n);
+	buf_put(b, p, n);
+}
+
+static void put_str(struct buf *b, const char *s)
+{
+	put_bytes(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The id of @key, adding it when new (*added set). Returns 0 or -ENOMEM. */
+static int intern_get(struct intern *t, const uint8_t *key, size_t len, uint32_t *id, bool *added)
+{
+	uint64_t h = hash_bytes(key, len);
+	struct slot *s;
+
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	if ((t->count + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct slot *slots = calloc(cap, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->cap; i++) {
+			struct slot *o = &t->slots[i];
+			size_t j = o->hash & (cap - 1);
+
+			if (!o->id)
+				continue;
+			while (slots[j].id)
+				j = (j + 1) & (cap - 1);
+			slots[j] = *o;
+		}
+		free(t->slots);
+		t->slots = slots;
+		t->cap = cap;
+	}
+	for (size_t j = h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		s = &t->slots[j];
+		if (!s->id)
+			break;
+		if (s->hash == h && s->len == len && !memcmp(s->key, key, len)) {
+			*id = s->id;
+			*added = false;
+			return 0;
+		}
+	}
+	s->key = malloc(len ? len : 1);
+	if (!s->key)
+		return -ENOMEM;
+	memcpy(s->key, key, len);
+	s->hash = h;
+	s->len = len;
+	s->id = ++t->count;
+	*id = s->id;
+	*added = true;
+	return 0;
+}
+
+static void intern_free(struct intern *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i].key);
+	free(t->slots);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* Write @p whole or, on failure, cut the file back to its last whole block. */
+static int commit(struct profile_writer *w, const uint8_t *p, size_t n)
+{
+	int err;
+
+	if (w->err)
+		return w->err;
+	err = write_all(w->fd, p, n);
+	if (err) {
+		if (ftruncate(w->fd, w->committed) == 0)
+			lseek(w->fd, w->committed, SEEK_SET);
+		w->err = err;
+		return err;
+	}
+	w->committed += n;
+	return 0;
+}
+
+int profile_writer__flush(struct profile_writer *w)
+{
+	size_t bound, csize;
+	uint8_t *hdr;
+	int err;
+
+	if (w->err)
+		return w->err;
+	if (!w->block_records)
+		return 0;
+	bound = ZSTD_compressBound(w->block.len);
+	w->out.len = 0;
+	if (buf_reserve(&w->out, PROFILE_BLOCK_HDR + bound))
+		return w->err = -ENOMEM;
+	csize = ZSTD_compress2(w->zc, w->out.p + PROFILE_BLOCK_HDR, bound, w->block.p,
+			       w->block.len);
+	if (ZSTD_isError(csize) || csize > UINT32_MAX)
+		return w->err = -EIO;
+	hdr = w->out.p;
+	memcpy(hdr, PROFILE_BLOCK_MAGIC, 4);
+	put_le32(hdr + 4, csize);
+	put_le32(hdr + 8, w->block.len);
+	put_le32(hdr + 12, w->block_records);
+	put_le32(hdr + 16, profile_crc32(0, hdr, 16));
+	err = commit(w, w->out.p, PROFILE_BLOCK_HDR + csize);
+	if (err)
+		return err;
+	w->blocks++;
+	w->block.len = 0;
+	w->block_records = 0;
+	w->prev_time = 0;
+	return 0;
+}
+
+/* Append the record in w->scratch as @type. */
+static int append(struct profile_writer *w, uint8_t type)
+{
+	if (w->err)
+		return w->err;
+	if (w->scratch.oom || buf_reserve(&w->block, w->scratch.len + 11))
+		return w->err = -ENOMEM;
+	buf_put(&w->block, &type, 1);
+	put_varint(&w->block, w->scratch.len);
+	buf_put(&w->block, w->scratch.p, w->scratch.len);
+	w->block_records++;
+	return 0;
+}
+
+/*
+ * Start a record of about @room bytes in the scratch buffer. The block is cut
+ * here, before the record is encoded, since its times are deltas within the
+ * block it lands in.
+ */
+static int begin(struct profile_writer *w, size_t room)
+{
+	uint64_t now;
+
+	if (w->err)
+		return w->err;
+	now = now_coarse();
+	if (w->block_records &&
+	    (w->block.len + room > PROFILE_BLOCK_BYTES || now - w->block_started >= BLOCK_NS) &&
+	    profile_writer__flush(w))
+		return w->err;
+	if (!w->block_records)
+		w->block_started = now;
+	w->scratch.len = 0;
+	w->scratch.oom = false;
+	if (buf_reserve(&w->scratch, room))
+		return w->err = -ENOMEM;
+	return 0;
+}
+
+static void put_time(struct profile_writer *w, uint64_t t)
+{
+	put_varint(&w->scratch, zigzag((int64_t)(t - w->prev_time)));
+	w->prev_time = t;
+}
+
+static size_t slen(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+static int write_header(struct profile_writer *w, const struct profile_meta *m)
+{
+	const struct { uint8_t tag; const char *s; } fields[] = {
+		{ HDR_HOST, m->host }, { HDR_RELEASE, m->release },
+		{ HDR_MACHINE, m->machine }, { HDR_CMDLINE, m->cmdline },
+	};
+	struct buf *b = &w->scratch;
+	uint8_t fixed[PROFILE_HDR_FIXED], f[3];
+
+	b->len = 0;
+	b->oom = false;
+	memcpy(fixed, PROFILE_MAGIC, 8);
+	put_le16(fixed + 8, PROFILE_VERSION);
+	put_le16(fixed + 10, 0);	/* size, patched below */
+	put_le32(fixed + 12, m->flags);
+	put_le64(fixed + 16, m->created_ns);
+	put_le32(fixed + 24, m->freq_hz);
+	put_le32(fixed + 28, m->stack_size);
+	put_le64(fixed + 32, m->clock_offset_ns);
+	if (buf_put(b, fixed, sizeof(fixed)))
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		size_t n = slen(fields[i].s);
+
+		if (!n)
+			continue;
+		if (n > 4096)
+			n = 4096;
+		f[0] = fields[i].tag;
+		put_le16(f + 1, n);
+		buf_put(b, f, 3);
+		buf_put(b, fields[i].s, n);
+	}
+	f[0] = HDR_END;
+	put_le16(f + 1, 0);
+	buf_put(b, f, 3);
+	if (b->oom || buf_reserve(b, 4))
+		return -ENOMEM;
+	put_le16(b->p + 10, b->len + 4);
+	put_le32(b->p + b->len, profile_crc32(0, b->p, b->len));
+	b->len += 4;
+	return commit(w, b->p, b->len);
+}
+
+static void writer_free(struct profile_writer *w)
+{
+	ZSTD_freeCCtx(w->zc);
+	free(w->block.p);
+	free(w->scratch.p);
+	free(w->out.p);
+	intern_free(&w->stacks);
+	intern_free(&w->modules);
+	free(w->path);
+	free(w->old_path);
+	free(w);
+}
+
+struct profile_writer *profile_writer__create(const char *path, const struct profile_meta *meta,
+					      struct profile_diag *diag)
+{
+	struct profile_writer *w = calloc(1, sizeof(*w));
+	int err = -ENOMEM;
+
+	if (!w)
+		goto fail;
+	w->fd = -1;
+	w->path = strdup(path);
+	if (!w->path || asprintf(&w->old_path, "%s.old", path) < 0) {
+		w->old_path = NULL;
+		goto fail;
+	}
+	w->zc = ZSTD_createCCtx();
+	if (!w->zc)
+		goto fail;
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
+
+	if (rename(path, w->old_path) < 0) {
+		if (errno != ENOENT) {
+			err = -errno;
+			set_reason(diag, "%s: cannot keep the existing file as %s: %s", path,
+				   w->old_path, strerror(errno));
+			goto fail_quiet;
+		}
+		free(w->old_path);
+		w->old_path = NULL;
+	}
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		err = -errno;
+		set_reason(diag, "%s: %s", path, strerror(errno));
+		goto fail_quiet;
+	}
+	err = write_header(w, meta);
+	if (err)
+		goto fail;
+	return w;
+fail:
+	set_reason(diag, "%s: %s", path, strerror(-err));
+fail_quiet:
+	if (w) {
+		if (w->fd >= 0) {
+			close(w->fd);
+			unlink(path);
+		}
+		if (w->old_path)
+			rename(w->old_path, path);
+		writer_free(w);
+	}
+	errno = -err;
+	return NULL;
+}
+
+int profile_writer__process(struct profile_writer *w, const struct profile_process *p)
+{
+	if (begin(w, 64 + slen(p->comm) + slen(p->exe)))
+		return w->err;
+	put_varint(&w->scratch, p->pid);
+	put_varint(&w->scratch, p->ppid);
+	put_str(&w->scratch, p->comm);
+	put_str(&w->scratch, p->exe);
+	put_varint(&w->scratch, p->pid_ns);
+	put_varint(&w->scratch, p->mnt_ns);
+	put_varint(&w->scratch, p->ns_pid);
+	w->processes++;
+	return append(w, PROFILE_REC_PROCESS);
+}
+
+int profile_writer__thread(struct profile_writer *w, const struct profile_thread *t)
+{
+	if (begin(w, 32 + slen(t->comm)))
+		return w->err;
+	put_varint(&w->scratch, t->pid);
+	put_varint(&w->scratch, t->tid);
+	put_str(&w->scratch, t->comm);
+	return append(w, PROFILE_REC_THREAD);
+}
+
+int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e)
+{
+	if (begin(w, 32))
+		return w->err;
+	put_time(w, e->time_ns);
+	put_varint(&w->scratch, e->pid);
+	return append(w, PROFILE_REC_EXIT);
+}
+
+int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c)
+{
+	if (begin(w, 48 + slen(c->comm)))
+		return w->err;
+	put_time(w, c->time_ns);
+	put_varint(&w->scratch, c->pid);
+	put_varint(&w->scratch, c->tid);
+	put_str(&w->scratch, c->comm);
+	return append(w, PROFILE_REC_COMM);
+}
+
+int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l)
+{
+	if (begin(w, 32))
+		return w->err;
+	put_time(w, l->time_ns);
+	put_varint(&w->scratch, l->cpu);
+	put_varint(&w->scratch, l->count);
+	w->lost += l->count;
+	return append(w, PROFILE_REC_LOST);
+}
+
+int profile_writer__mapping(struct profile_writer *w, const struct profile_mapping *m)
+{
+	if (m->end < m->start)
+		return -EINVAL;
+	if (begin(w, 64))
+		return w->err;
+	put_varint(&w->scratch, m->pid);
+	put_varint(&w->scratch, m->start);
+	put_varint(&w->scratch, m->end - m->start);
+	put_varint(&w->scratch, m->file_offset);
+	buf_put(&w->scratch, &m->prot, 1);
+	put_varint(&w->scratch, m->module_id);
+	return append(w, PROFILE_REC_MAPPING);
+}
+
+int profile_writer__module(struct profile_writer *w, const struct profile_module *m, uint32_t *id)
+{
+	size_t plen = slen(m->path);
+	uint8_t *key;
+	bool added;
+	int err;
+
+	if (m->build_id_len > 255)
+		return -EINVAL;
+	/* key: build ID length, build ID, path */
+	key = malloc(1 + m->build_id_len + plen);
+	if (!key)
+		return -ENOMEM;
+	key[0] = m->build_id_len;
+	memcpy(key + 1, m->build_id, m->build_id_len);
+	memcpy(key + 1 + m->build_id_len, m->path, plen);
+	err = intern_get(&w->modules, key, 1 + m->build_id_len + plen, id, &added);
+	free(key);
+	if (err || !added)
+		return err;
+	if (begin(w, 32 + m->build_id_len + plen))
+		return w->err;
+	put_varint(&w->scratch, *id);
+	put_varint(&w->scratch, m->file_size);
+	put_bytes(&w->scratch, m->build_id, m->build_id_len);
+	put_str(&w->scratch, m->path);
+	return append(w, PROFILE_REC_MODULE);
+}
+
+/* The id of a stack, writing its record the first time. 0 for an empty stack. */
+static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
+		    uint32_t *id)
+{
+	bool added;
+	int err;
+
+	*id = 0;
+	if (!len)
+		return 0;
+	/* the space is part of the key: identical bytes in both spaces are two stacks */
+	if (begin(w, len + 1))
+		return w->err;
+	w->scratch.p[0] = space;
+	memcpy(w->scratch.p + 1, cbf, len);
+	err = intern_get(&w->stacks, w->scratch.p, len + 1, id, &added);
+	if (err || !added)
+		return err;
+	if (begin(w, len + 24))
+		return w->err;
+	put_varint(&w->scratch, *id);
+	buf_put(&w->scratch, &space, 1);
+	put_bytes(&w->scratch, cbf, len);
+	return append(w, PROFILE_REC_STACK);
+}
+
+int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s)
+{
+	uint32_t uid, kid;
+	int err;
+
+	if ((err = stack_id(w, PROFILE_USER, s->ustack, s->ustack_len, &uid)) ||
+	    (err = stack_id(w, PROFILE_KERNEL, s->kstack, s->kstack_len, &kid)))
+		return err;
+	if (begin(w, 64))
+		return w->err;
+	put_time(w, s->time_ns);
+	put_varint(&w->scratch, s->pid);
+	put_varint(&w->scratch, s->tid);
+	put_varint(&w->scratch, s->cpu);
+	put_varint(&w->scratch, s->weight);
+	put_varint(&w->scratch, uid);
+	put_varint(&w->scratch, kid);
+	err = append(w, PROFILE_REC_SAMPLE);
+	if (err)
+		return err;
+	if (!w->samples++ || s->time_ns < w->first_time)
+		w->first_time = s->time_ns;
+	if (s->time_ns > w->last_time)
+		w->last_time = s->time_ns;
+	return 0;
+}
+
+uint64_t profile_writer__bytes(const struct profile_writer *w)
+{
+	return w->committed;
+}
+
+uint64_t profile_writer__samples(const struct profile_writer *w)
+{
+	return w->samples;
+}
+
+int profile_writer__close(struct profile_writer *w, bool failed, struct profile_diag *diag)
+{
+	uint8_t t[PROFILE_TRAILER_SIZE];
+	int err;
+
+	err = profile_writer__flush(w);
+	if (!err) {
+		memcpy(t, PROFILE_TRAILER_MAGIC, 4);
+		put_le32(t + 4, PROFILE_TRAILER_SIZE);
+		put_le64(t + 8, w->samples);
+		put_le64(t + 16, w->lost);
+		put_le64(t + 24, w->blocks);
+		put_le64(t + 32, w->first_time);
+		put_le64(t + 40, w->last_time);
+		put_le32(t + 48, w->processes);
+		put_le32(t + 52, w->stacks.count);
+		put_le32(t + 56, failed ? PROFILE_TRAILER_F_FAILED : 0);
+		put_le32(t + 60, profile_crc32(0, t, 60));
+		err = commit(w, t, sizeof(t));
+	}
+	if (close(w->fd) < 0 && !err)
+		err = -errno;
+	if (err)
+		set_reason(diag, "%s: %s; the blocks written before the error are kept", w->path,
+			   strerror(-err));
+	writer_free(w);
+	return err;
+}
+
+void profile_writer__discard(struct profile_writer *w)
+{
+	if (!w)
+		return;
+	close(w->fd);
+	unlink(w->path);
+	if (w->old_path)
+		rename(w->old_path, w->path);
+	writer_free(w);
+}
