@@ -8,5 +8,6 @@
 #include "sfunwind/module.h"
 #include "sfunwind/addrspace.h"
 #include "sfunwind/unwind.h"
+#include "sfunwind/cbf.h"
 
 #endif

@@ -4,5 +4,13 @@
 #define SFPROF_CMDS_H
 
 int cmd_sframe(int argc, char **argv);
+int cmd_cbf(int argc, char **argv);
+
+int cmd_dump(int argc, char **argv);
+
+struct profile_status;
+
+/* Print what a reader met in @path: truncation, damaged blocks (stderr). */
+void profile_print_notices(const char *path, const struct profile_status *st);
 
 #endif

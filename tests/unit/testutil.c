@@ -136,6 +136,46 @@ struct sfu_sframe *sframe_new_exact(const void *data, size_t len, uint64_t addr,
 	return sf;
 }
 
+void *memdup_exact_or_fail(const void *data, size_t len)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+
+	assert_non_null(copy);
+	if (len)
+		memcpy(copy, data, len);
+	return copy;
+}
+
+static const char *cbf_str(const struct sfu_cbf_frame *f, char *buf, size_t len)
+{
+	const char *name = sfu_cbf_kind_name(f->kind);
+
+	snprintf(buf, len, "%s %#llx", name ? name : "kind?", (unsigned long long)f->value);
+	return buf;
+}
+
+void _assert_cbf_frames_equal(const struct sfu_cbf_frame *got, size_t got_n,
+			      const struct sfu_cbf_frame *want, size_t want_n,
+			      const char *file, int line)
+{
+	size_t n = got_n < want_n ? got_n : want_n;
+	char g[64], w[64];
+
+	for (size_t i = 0; i < n; i++) {
+		if (got[i].kind == want[i].kind && got[i].value == want[i].value)
+			continue;
+		print_error("CBF result %zu differs: got %s, want %s (%zu results, want %zu)\n", i,
+			    cbf_str(&got[i], g, sizeof(g)), cbf_str(&want[i], w, sizeof(w)),
+			    got_n, want_n);
+		_fail(file, line);
+	}
+	if (got_n != want_n) {
+		print_error("got %zu CBF results, want %zu; next: %s\n", got_n, want_n,
+			    got_n > n ? cbf_str(&got[n], g, sizeof(g)) : cbf_str(&want[n], w, sizeof(w)));
+		_fail(file, line);
+	}
+}
+
 void _assert_sframe_rejects(const void *data, size_t len, int want_errno,
 			    const char *file, int line)
 {

@@ -49,6 +49,22 @@ void _assert_sframe_rejects(const void *data, size_t len, int want_errno,
 struct sfu_sframe *sframe_new_exact(const void *data, size_t len, uint64_t addr,
 				    struct sfu_diag *diag);
 
+/*
+ * A heap copy of exactly @len bytes (a valid pointer even when @len is 0), so
+ * that the address sanitizer sees any read past the end; free() it.
+ */
+void *memdup_exact_or_fail(const void *data, size_t len);
+
+/*
+ * CBF result sequences are equal when they have the same length and each
+ * kind and value match; on a difference, both entries are printed with the
+ * index of the first.
+ */
+void _assert_cbf_frames_equal(const struct sfu_cbf_frame *got, size_t got_n,
+			      const struct sfu_cbf_frame *want, size_t want_n,
+			      const char *file, int line);
+#define assert_cbf_frames_equal(g, gn, w, wn) _assert_cbf_frames_equal(g, gn, w, wn, __FILE__, __LINE__)
+
 /* Read a whole file into a malloc()ed buffer; fails the test when it cannot. */
 void *read_file_or_fail(const char *path, size_t *len);
 

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof dump: every record of a profile file as a line of text, for debugging and tests. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "profile.h"
+#include "sfunwind/cbf.h"
+
+static const char usage[] =
+	"usage: sfprof dump [-i FILE]\n"
+	"\n"
+	"Print the header and every record of a profile (default sfprof.data), one per\n"
+	"line, stacks decoded. A cut or damaged file is read as far as it goes, with a\n"
+	"notice on stderr.\n";
+
+static void print_time(uint64_t ns)
+{
+	printf("%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+}
+
+static void print_cbf(const uint8_t *cbf, size_t len)
+{
+	struct sfu_cbf_frame f;
+	struct sfu_cbf_dec dec;
+
+	sfu_cbf_dec__init(&dec, cbf, len, 0, NULL);
+	while (!sfu_cbf_dec__next(&dec, &f)) {
+		if (f.kind == SFU_CBF_OMIT)
+			printf(" omit %" PRIu64, f.value);
+		else if (f.kind == SFU_CBF_END || f.kind == SFU_CBF_TRUNCATED)
+			printf(" %s", sfu_cbf_kind_name(f.kind));
+		else
+			printf(" %s 0x%" PRIx64, sfu_cbf_kind_name(f.kind), f.value);
+	}
+}
+
+static void print_meta(const char *path, const struct profile_meta *m)
+{
+	printf("# %s: sfprof profile, created ", path);
+	print_time(m->created_ns);
+	printf(", %u Hz, %u-byte stacks%s%s\n", m->freq_hz, m->stack_size,
+	       m->flags & PROFILE_F_SYSTEM_WIDE ? ", system-wide" : "",
+	       m->flags & PROFILE_F_COMMAND ? ", command" : "");
+	printf("# host %s, kernel %s, machine %s\n", m->host ? m->host : "?",
+	       m->release ? m->release : "?", m->machine ? m->machine : "?");
+	if (m->cmdline)
+		printf("# command line: %s\n", m->cmdline);
+}
+
+static void print_record(const struct profile_record *r)
+{
+	switch (r->type) {
+	case PROFILE_REC_PROCESS:
+		printf("process pid %u ppid %u comm \"%s\" exe \"%s\" pidns %" PRIu64 " mntns %" PRIu64
+		       " nspid %u\n", r->process.pid, r->process.ppid, r->process.comm,
+		       r->process.exe, r->process.pid_ns, r->process.mnt_ns, r->process.ns_pid);
+		break;
+	case PROFILE_REC_THREAD:
+		printf("thread pid %u tid %u comm \"%s\"\n", r->thread.pid, r->thread.tid,
+		       r->thread.comm);
+		break;
+	case PROFILE_REC_MODULE:
+		printf("module %u build-id ", r->module.id);
+		for (size_t i = 0; i < r->module.build_id_len; i++)
+			printf("%02x", r->module.build_id[i]);
+		printf("%s size %" PRIu64 " path \"%s\"\n", r->module.build_id_len ? "" : "-",
+		       r->module.file_size, r->module.path);
+		break;
+	case PROFILE_REC_MAPPING:
+		printf("mapping pid %u 0x%" PRIx64 "-0x%" PRIx64 " offset 0x%" PRIx64 " %c%c%c module %u\n",
+		       r->mapping.pid, r->mapping.start, r->mapping.end, r->mapping.file_offset,
+		       r->mapping.prot & 1 ? 'r' : '-', r->mapping.prot & 2 ? 'w' : '-',
+		       r->mapping.prot & 4 ? 'x' : '-', r->mapping.module_id);
+		break;
+	case PROFILE_REC_STACK:
+		printf("stack %u %s", r->stack.id, r->stack.space ? "kernel" : "user");
+		print_cbf(r->stack.cbf, r->stack.len);
+		putchar('\n');
+		break;
+	case PROFILE_REC_SAMPLE:
+		printf("sample ");
+		print_time(r->sample.time_ns);
+		printf(" pid %u tid %u cpu %u weight %u ustack %u kstack %u\n", r->sample.pid,
+		       r->sample.tid, r->sample.cpu, r->sample.weight, r->sample.ustack_id,
+		       r->sample.kstack_id);
+		break;
+	case PROFILE_REC_LOST:
+		printf("lost ");
+		print_time(r->lost.time_ns);
+		printf(" cpu %u count %" PRIu64 "\n", r->lost.cpu, r->lost.count);
+		break;
+	case PROFILE_REC_EXIT:
+		printf("exit ");
+		print_time(r->exit.time_ns);
+		printf(" pid %u\n", r->exit.pid);
+		break;
+	case PROFILE_REC_COMM:
+		printf("comm ");
+		print_time(r->comm.time_ns);
+		printf(" pid %u tid %u comm \"%s\"\n", r->comm.pid, r->comm.tid, r->comm.comm);
+		break;
+	}
+}
+
+void profile_print_notices(const char *path, const struct profile_status *st)
+{
+	if (st->truncated)
+		fprintf(stderr, "sfprof: %s: file truncated: recovered %" PRIu64 " of %" PRIu64
+			" bytes (%" PRIu64 " whole blocks); the recording did not finish\n", path,
+			st->bytes_recovered, st->file_size, st->blocks);
+	if (st->bad_blocks || st->first_error[0])
+		fprintf(stderr, "sfprof: %s: %" PRIu64 " damaged block(s) skipped: %s\n", path,
+			st->bad_blocks, st->first_error[0] ? st->first_error : "checksum mismatch");
+	if (st->unknown_stacks)
+		fprintf(stderr, "sfprof: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
+			path, st->unknown_stacks);
+	if (st->trailer_failed)
+		fprintf(stderr, "sfprof: %s: the recording stopped early on an error\n", path);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = "sfprof.data";
+	struct profile_reader *r;
+	struct profile_record rec;
+	struct profile_diag diag;
+	uint64_t samples = 0, lost = 0;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			path = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	r = profile_reader__open(path, &diag);
+	if (!r) {
+		fprintf(stderr, "sfprof: %s\n", diag.reason);
+		return 1;
+	}
+	print_meta(path, profile_reader__meta(r));
+	while ((ret = profile_reader__next(r, &rec)) > 0) {
+		print_record(&rec);
+		if (rec.type == PROFILE_REC_SAMPLE)
+			samples++;
+		else if (rec.type == PROFILE_REC_LOST)
+			lost += rec.lost.count;
+	}
+	if (ret < 0)
+		fprintf(stderr, "sfprof: %s: %s\n", path, strerror(-ret));
+	printf("# %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " blocks\n", samples, lost,
+	       profile_reader__status(r)->blocks);
+	profile_print_notices(path, profile_reader__status(r));
+	profile_reader__free(r);
+	return ret < 0 ? 1 : 0;
+}
