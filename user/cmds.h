@@ -7,6 +7,7 @@ int cmd_sframe(int argc, char **argv);
 int cmd_cbf(int argc, char **argv);
 
 int cmd_dump(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 struct profile_status;
 

@@ -10,6 +10,7 @@ static const struct cmd {
 	int (*run)(int argc, char **argv);
 	const char *help;
 } cmds[] = {
+	{ "record", cmd_record, "sample stacks into a profile file" },
 	{ "dump", cmd_dump, "print every record of a profile file" },
 	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },
 	{ "cbf", cmd_cbf, "decode or encode a Compact Backtrace Format stack" },

@@ -17,6 +17,13 @@ enum sfu_arch {
 	SFU_ARCH_AARCH64 = 1,
 };
 
+/* The architecture this library was built for. */
+#if defined(__aarch64__)
+#define SFU_ARCH_HOST SFU_ARCH_AARCH64
+#else
+#define SFU_ARCH_HOST SFU_ARCH_X86_64
+#endif
+
 /* The registers unwinding needs. lr is used on AArch64 only. */
 struct sfu_regs {
 	uint64_t pc;

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* The sampler: at each cpu-clock tick, a task's user registers, a copy of its user stack and its kernel stack. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "sample.h"
+
+#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
+/* Set by the loader before the object is loaded. */
+const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES */
+const volatile bool filter_pids = false;	/* only tgids in `targets` */
+const volatile bool follow_forks = false;	/* children of targets become targets */
+const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 65536);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, COUNTER_MAX);
+} counters SEC(".maps");
+
+/* Room for a whole sample, plus one chunk of slack the verifier can see we never cross. */
+#define SCRATCH_SIZE (sizeof(struct sample_hdr) + MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK)
+
+struct scratch {
+	__u8 buf[SCRATCH_SIZE];
+};
+
+/* One entry per CPU (a per-CPU array cannot hold 64 KiB values); sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
+
+/* Only for the loader: its perf buffers of mmap, comm, fork and exit records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} task_events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		(*c)++;
+}
+
+static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* the context allows only whole 8-byte loads: cs with its padding */
+	__u64 cs = *(__u64 *)((__u8 *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+
+	return (cs & 3) == 3;
+#elif defined(__TARGET_ARCH_arm64)
+	return (ctx->regs.pstate & 0xf) == 0;	/* EL0t */
+#else
+#error "sfprof's sampler knows x86-64 and arm64"
+#endif
+}
+
+/*
+ * Copy the user stack from sp upwards, a page at a time, into @dst; stops at
+ * the first page that cannot be read (the end of the stack's mapping).
+ * Returns the bytes copied.
+ */
+static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
+{
+	__u32 max = ustack_size, off = 0;
+
+	for (int i = 0; i <= MAX_USTACK_BYTES / STACK_CHUNK; i++) {
+		__u64 n = i ? STACK_CHUNK : STACK_CHUNK - (sp & (STACK_CHUNK - 1));
+
+		if (off >= max || off > MAX_USTACK_BYTES)
+			break;
+		if (n > max - off)
+			n = max - off;
+		/* already at most STACK_CHUNK: the mask, hidden from clang, is for the verifier */
+		asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
+		if (bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
+			break;
+		off += n;
+	}
+	return off;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct task_struct *task;
+	struct sample_hdr *h;
+	struct scratch *s;
+	__u32 kbytes = 0, ulen = 0;
+	__u64 size;
+	long n;
+
+	if (!(__u32)id || tgid == self_tgid)
+		return 0;	/* idle, or ourselves */
+	if (filter_pids && !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!s)
+		s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	h = (struct sample_hdr *)s->buf;
+	h->time_ns = bpf_ktime_get_ns();
+	h->pid = tgid;
+	h->tid = (__u32)id;
+	h->cpu = cpu;
+	h->flags = 0;
+	h->pc = h->sp = h->fp = h->lr = 0;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+
+	if (!interrupted_user(ctx)) {
+		h->flags |= SAMPLE_F_IN_KERNEL;
+		n = bpf_get_stack(ctx, s->buf + sizeof(*h), MAX_KSTACK_DEPTH * 8, 0);
+		if (n > 0 && n <= MAX_KSTACK_DEPTH * 8)
+			kbytes = n & ~7;
+	}
+	h->kstack_depth = kbytes / 8;
+
+	task = bpf_get_current_task_btf();
+	if (task->flags & PF_KTHREAD) {
+		h->flags |= SAMPLE_F_KTHREAD;
+	} else {
+		/* the registers the task had in user space, even when it is in a syscall now */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		h->flags |= SAMPLE_F_USER_REGS;
+		h->pc = PT_REGS_IP(regs);
+		h->sp = PT_REGS_SP(regs);
+		h->fp = PT_REGS_FP(regs);
+#if defined(__TARGET_ARCH_arm64)
+		h->lr = regs->regs[30];
+#endif
+		if (kbytes <= MAX_KSTACK_DEPTH * 8)
+			ulen = copy_stack(s->buf + sizeof(*h) + kbytes, h->sp);
+		if (!ulen)
+			count(COUNTER_USTACK_FAULT);
+	}
+	h->ustack_len = ulen;
+
+	size = sizeof(*h) + kbytes + ulen;
+	if (size > SCRATCH_SIZE - STACK_CHUNK)
+		return 0;
+	if (bpf_ringbuf_output(&samples, s->buf, size, 0))
+		count(COUNTER_LOST);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!follow_forks || ptgid == ctgid)
+		return 0;
+	if (bpf_map_lookup_elem(&targets, &ptgid))
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof record: sample with BPF, unwind each sample in its process, write the profile file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "procs.h"
+#include "sampler.h"
+
+#define DEFAULT_FREQ	999
+#define DEFAULT_STACK	16384
+#define MAX_DEPTH	128	/* frames kept per stack: perf's default max-stack is 127 */
+
+static const char usage[] =
+	"usage: sfprof record [-F HZ] [-a] [-p PID[,PID...]] [--duration SECS]\n"
+	"                     [--stack-size BYTES] [-o FILE] [-- COMMAND [ARGS...]]\n"
+	"\n"
+	"Sample user and kernel stacks on the cpu-clock event, unwind them with SFrame\n"
+	"(frame pointers where there is none) and write them to FILE (sfprof.data).\n"
+	"\n"
+	"  -F, --freq HZ          samples per second on each CPU (default 999)\n"
+	"  -a, --all-cpus         every process on the system\n"
+	"  -p, --pid PID,...      these processes and their threads\n"
+	"  -d, --duration SECS    stop after SECS seconds\n"
+	"      --stack-size BYTES user stack bytes copied per sample (4096-65536, default 16384)\n"
+	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
+	"\n"
+	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
+	"with -a as well, the whole system for as long as it runs. Ctrl-C stops cleanly.\n"
+	"Needs root, or CAP_BPF and CAP_PERFMON.\n";
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct record {
+	const char *output;
+	uint32_t freq;
+	uint32_t stack_size;
+	bool all;
+	double duration;
+	pid_t *pids;
+	size_t npids;
+	char **command;
+	pid_t child;
+	int go_fd;		/* write a byte: the child may exec */
+	int exec_err_fd;	/* the child's errno if exec failed; EOF when it worked */
+	struct procs *procs;
+	struct profile_writer *w;
+	struct sampler *sampler;
+	uint64_t lost_written;
+	bool tty;
+};
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int parse_pids(struct record *r, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long pid = strtol(tok, &end, 10);
+		pid_t *p;
+
+		if (*end || pid <= 0 || pid > INT32_MAX) {
+			fprintf(stderr, "sfprof record: '%s' is not a process id\n", tok);
+			free(copy);
+			return -EINVAL;
+		}
+		p = realloc(r->pids, (r->npids + 1) * sizeof(*p));
+		if (!p) {
+			free(copy);
+			return -ENOMEM;
+		}
+		r->pids = p;
+		r->pids[r->npids++] = pid;
+	}
+	free(copy);
+	return 0;
+}
+
+static int parse_args(struct record *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "stack-size", required_argument, NULL, 's' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+F:ap:d:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 100000) {
+				fprintf(stderr, "sfprof record: -F takes a frequency from 1 to 100000 Hz\n");
+				return 2;
+			}
+			r->freq = v;
+			break;
+		case 'a':
+			r->all = true;
+			break;
+		case 'p':
+			if (parse_pids(r, optarg))
+				return 2;
+			break;
+		case 'd':
+			r->duration = strtod(optarg, &end);
+			if (*end || r->duration <= 0) {
+				fprintf(stderr, "sfprof record: --duration takes a positive number of seconds\n");
+				return 2;
+			}
+			break;
+		case 's':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 4096 || v > MAX_USTACK_BYTES) {
+				fprintf(stderr, "sfprof record: --stack-size takes 4096 to %d bytes\n",
+					MAX_USTACK_BYTES);
+				return 2;
+			}
+			r->stack_size = (v + STACK_CHUNK - 1) / STACK_CHUNK * STACK_CHUNK;
+			break;
+		case 'o':
+			r->output = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		r->command = argv + optind;
+	if (!r->all && !r->npids && !r->command) {
+		fprintf(stderr, "sfprof record: say what to record: -a, -p PID or -- COMMAND\n\n%s",
+			usage);
+		return 2;
+	}
+	if (r->npids && (r->all || r->command)) {
+		fprintf(stderr, "sfprof record: -p goes without -a and without a command\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* Fork the command, held before exec until start_command(). */
+static int fork_command(struct record *r)
+{
+	int go[2], report[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(report, O_CLOEXEC)) {
+		fprintf(stderr, "sfprof record: pipe: %s\n", strerror(errno));
+		return -errno;
+	}
+	r->child = fork();
+	if (r->child < 0) {
+		fprintf(stderr, "sfprof record: fork: %s\n", strerror(errno));
+		return -errno;
+	}
+	if (r->child == 0) {
+		char byte;
+		int e;
+
+		close(go[1]);
+		close(report[0]);
+		if (read(go[0], &byte, 1) != 1)
+			_exit(127);	/* sfprof gave up before starting it */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execvp(r->command[0], r->command);
+		e = errno;
+		if (write(report[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(report[1]);
+	r->go_fd = go[1];
+	r->exec_err_fd = report[0];
+	return 0;
+}
+
+/* Let the command exec; returns 0 once it did, or its exec errno. */
+static int start_command(struct record *r)
+{
+	ssize_t n;
+	int e = 0;
+
+	if (write(r->go_fd, "g", 1) != 1)
+		return errno;
+	close(r->go_fd);
+	r->go_fd = -1;
+	n = read(r->exec_err_fd, &e, sizeof(e));
+	close(r->exec_err_fd);
+	r->exec_err_fd = -1;
+	return n == sizeof(e) ? e : 0;
+}
+
+static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *u, char **cmdline)
+{
+	size_t len = 0;
+
+	uname(u);
+	memset(m, 0, sizeof(*m));
+	m->flags = (r->all ? PROFILE_F_SYSTEM_WIDE : 0) | (r->command ? PROFILE_F_COMMAND : 0);
+	m->created_ns = now_ns(CLOCK_REALTIME);
+	m->clock_offset_ns = m->created_ns - now_ns(CLOCK_MONOTONIC);
+	m->freq_hz = r->freq;
+	m->stack_size = r->stack_size;
+	m->host = u->nodename;
+	m->release = u->release;
+	m->machine = u->machine;
+	*cmdline = NULL;
+	for (char **a = r->command; a && *a; a++)
+		len += strlen(*a) + 1;
+	if (len && (*cmdline = malloc(len))) {
+		char *p = *cmdline;
+
+		for (char **a = r->command; *a; a++)
+			p += sprintf(p, "%s%s", a == r->command ? "" : " ", *a);
+		m->cmdline = *cmdline;
+	}
+}
+
+static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
+		      const uint8_t *ustack)
+{
+	procs__sample(((struct record *)ctx)->procs, h, kstack, ustack);
+}
+
+static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
+{
+	procs__task_event(((struct record *)ctx)->procs, e, time);
+}
+
+/* Write the lost samples counted since the last call. */
+static void write_lost(struct record *r)
+{
+	uint64_t lost = sampler__lost(r->sampler);
+
+	if (lost > r->lost_written) {
+		struct profile_lost rec = { now_ns(CLOCK_MONOTONIC), UINT32_MAX,
+					    lost - r->lost_written };
+
+		profile_writer__lost(r->w, &rec);
+		r->lost_written = lost;
+	}
+}
+
+static void progress(struct record *r, bool final)
+{
+	const struct procs_stats *st = procs__stats(r->procs);
+
+	if (!r->tty && !final)
+		return;
+	fprintf(stderr, "%ssfprof: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " processes, %"
+		PRIu64 " bytes written%s", r->tty ? "\r\033[K" : "", st->samples, r->lost_written,
+		st->processes, profile_writer__bytes(r->w), final ? "" : " ...");
+	if (final)
+		fputc('\n', stderr);
+}
+
+/* Sample until stopped: Ctrl-C, SIGTERM, --duration, or the command's exit. */
+static int run(struct record *r, int *child_status)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last_progress = start;
+	int err = 0;
+
+	while (!stop_signal) {
+		uint64_t now;
+
+		err = sampler__poll(r->sampler, 100);
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
+			break;
+		}
+		err = 0;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (r->duration && now - start >= r->duration * 1e9)
+			break;
+		if (r->child > 0 && waitpid(r->child, child_status, WNOHANG) == r->child) {
+			r->child = 0;
+			break;
+		}
+		if (now - last_progress >= 1000000000ull) {
+			write_lost(r);
+			progress(r, false);
+			last_progress = now;
+		}
+	}
+	return err;
+}
+
+static int setup_targets(struct record *r)
+{
+	int err;
+
+	for (size_t i = 0; i < r->npids; i++) {
+		if (kill(r->pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "sfprof record: no process %d\n", r->pids[i]);
+			return -ESRCH;
+		}
+	}
+	if (r->command && (err = fork_command(r)))
+		return err;
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
+			    .stack_size = DEFAULT_STACK, .go_fd = -1, .exec_err_fd = -1 };
+	struct sampler_cbs cbs = { on_sample, on_task_event };
+	struct sampler_opts sopts;
+	struct profile_diag diag;
+	struct profile_meta meta;
+	struct utsname uts;
+	char msg[512], *cmdline = NULL;
+	int ret = 1, err, child_status = 0, scanned = 0;
+	uint64_t t0;
+
+	err = parse_args(&r, argc, argv);
+	if (err)
+		return err == 1 ? 0 : err;
+	r.tty = isatty(STDERR_FILENO);
+	if (setup_targets(&r))
+		goto out;
+
+	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all };
+	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
+	if (!r.sampler) {
+		fprintf(stderr, "sfprof record: %s\n", msg);
+		goto out;
+	}
+	for (size_t i = 0; i < r.npids; i++)
+		sampler__add_target(r.sampler, r.pids[i]);
+	if (r.child > 0)
+		sampler__add_target(r.sampler, r.child);
+
+	fill_meta(&r, &meta, &uts, &cmdline);
+	r.w = profile_writer__create(r.output, &meta, &diag);
+	if (!r.w) {
+		fprintf(stderr, "sfprof record: %s\n", diag.reason);
+		goto out;
+	}
+	r.procs = procs__new(r.w, SFU_ARCH_HOST, MAX_DEPTH);
+	if (!r.procs) {
+		fprintf(stderr, "sfprof record: out of memory\n");
+		goto discard;
+	}
+
+	/* what runs already; new processes arrive as task events */
+	if (r.all)
+		scanned = procs__scan_all(r.procs);
+	for (size_t i = 0; i < r.npids; i++)
+		if (!procs__scan(r.procs, r.pids[i]))
+			scanned++;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (sampler__start(r.sampler, msg, sizeof(msg))) {
+		fprintf(stderr, "sfprof record: %s\n", msg);
+		goto discard;
+	}
+	if (r.child > 0 && (err = start_command(&r))) {
+		fprintf(stderr, "sfprof record: %s: %s\n", r.command[0],
+			err == ENOENT ? "command not found" : strerror(err));
+		waitpid(r.child, NULL, 0);
+		r.child = 0;
+		goto discard;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (r.tty)
+		fprintf(stderr, "sfprof: recording at %u Hz; Ctrl-C to stop\n", r.freq);
+	err = run(&r, &child_status);
+	if (sampler__drain(r.sampler) && !err)
+		err = -EIO;
+	write_lost(&r);
+	progress(&r, true);
+	{
+		const struct procs_stats *st = procs__stats(r.procs);
+		double secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+		uint64_t bytes = profile_writer__bytes(r.w);
+
+		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
+		r.w = NULL;
+		if (ret)
+			fprintf(stderr, "sfprof record: %s\n", diag.reason);
+		fprintf(stderr, "sfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
+			" with a user stack, %.1f%% of them complete; %" PRIu64 " processes; "
+			"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n", secs,
+			st->samples, r.lost_written, st->user_stacks,
+			st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0,
+			st->processes, scanned, bytes, r.output,
+			st->samples ? (double)bytes / st->samples : 0.0);
+	}
+	goto out;
+discard:
+	profile_writer__discard(r.w);
+	r.w = NULL;
+out:
+	if (r.child > 0) {
+		if (r.go_fd >= 0) {
+			close(r.go_fd);		/* never started: it exits */
+			r.go_fd = -1;
+		} else {
+			/* recording stopped first (Ctrl-C, --duration): the command stops too */
+			kill(r.child, stop_signal ? stop_signal : SIGTERM);
+		}
+		waitpid(r.child, &child_status, 0);
+	}
+	if (r.go_fd >= 0)
+		close(r.go_fd);
+	if (r.exec_err_fd >= 0)
+		close(r.exec_err_fd);
+	procs__free(r.procs);
+	sampler__free(r.sampler);
+	free(r.pids);
+	free(cmdline);
+	return ret;
+}

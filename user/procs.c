@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Process table of a recording: address spaces from /proc and task events, samples unwound and written. */
+#include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "procs.h"
+#include "sfunwind/cbf.h"
+
+#define MAX_UNWIND 1024	/* frames unwound; the CBF keeps max_depth of them */
+
+/* The perf records we read (include/uapi/linux/perf_event.h describes them in comments only). */
+struct rec_mmap2 {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	union {
+		struct {
+			uint32_t maj, min;
+			uint64_t ino, ino_generation;
+		};
+		struct {
+			uint8_t build_id_size;
+			uint8_t reserved_1;
+			uint16_t reserved_2;
+			uint8_t build_id[20];
+		};
+	};
+	uint32_t prot, flags;
+	char filename[];
+};
+
+struct rec_comm {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	char comm[];
+};
+
+struct rec_task {	/* PERF_RECORD_FORK and PERF_RECORD_EXIT */
+	struct perf_event_header header;
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+struct proc {
+	uint32_t pid, ppid;
+	char comm[SAMPLE_COMM_LEN];
+	char *exe;
+	struct sfu_addrspace *as;
+	uint64_t pid_ns, mnt_ns;
+	uint32_t ns_pid;
+	bool emitted;		/* its process and mapping records are in the file */
+	bool counted;		/* in stats.processes (an exec emits a process again) */
+	bool exe_from_mmap;	/* exec'd: the next executable mapping names it */
+};
+
+/* u32 -> pointer, open addressing; key 0 is never used (pid 0 is the idle task). */
+struct u32map {
+	struct u32ent {
+		uint32_t key;
+		void *val;
+	} *ents;
+	size_t cap, count;
+};
+
+struct procs {
+	struct profile_writer *w;
+	struct sfu_cache *cache;
+	struct sfu_unwind_opts opts;
+	unsigned max_depth;
+	struct u32map procs;
+	struct u32map tids;	/* threads already written */
+	struct procs_stats stats;
+	struct sfu_frame frames[MAX_UNWIND];
+	uint64_t addrs[MAX_UNWIND];
+	uint8_t *ucbf, *kcbf;
+	size_t cbf_cap;
+};
+
+static struct u32ent *map_slot(const struct u32map *m, uint32_t key)
+{
+	for (size_t j = (key * 0x9e3779b1u) & (m->cap - 1);; j = (j + 1) & (m->cap - 1))
+		if (m->ents[j].key == key || !m->ents[j].key)
+			return &m->ents[j];
+}
+
+static void *map_get(const struct u32map *m, uint32_t key)
+{
+	struct u32ent *e;
+
+	if (!m->cap)
+		return NULL;
+	e = map_slot(m, key);
+	return e->key ? e->val : NULL;
+}
+
+static int map_put(struct u32map *m, uint32_t key, void *val)
+{
+	struct u32ent *e;
+
+	if ((m->count + 1) * 2 > m->cap) {
+		struct u32map bigger = { calloc(m->cap ? m->cap * 2 : 1024, sizeof(struct u32ent)),
+					 m->cap ? m->cap * 2 : 1024, m->count };
+
+		if (!bigger.ents)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->ents[i].key)
+				*map_slot(&bigger, m->ents[i].key) = m->ents[i];
+		free(m->ents);
+		*m = bigger;
+	}
+	e = map_slot(m, key);
+	if (!e->key)
+		m->count++;
+	e->key = key;
+	e->val = val;
+	return 0;
+}
+
+/* Deletion with backward shift, so probes stay unbroken. */
+static void map_del(struct u32map *m, uint32_t key)
+{
+	size_t i, j;
+
+	if (!m->cap)
+		return;
+	i = map_slot(m, key) - m->ents;
+	if (!m->ents[i].key)
+		return;
+	m->ents[i].key = 0;
+	m->count--;
+	for (j = (i + 1) & (m->cap - 1); m->ents[j].key; j = (j + 1) & (m->cap - 1)) {
+		struct u32ent e = m->ents[j];
+
+		m->ents[j].key = 0;
+		*map_slot(m, e.key) = e;
+	}
+}
+
+static void proc_free(struct proc *pr)
+{
+	if (!pr)
+		return;
+	sfu_addrspace__free(pr->as);
+	free(pr->exe);
+	free(pr);
+}
+
+struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned max_depth)
+{
+	struct procs *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->w = w;
+	p->max_depth = max_depth;
+	p->opts.arch = arch;
+	p->cache = sfu_cache__new();
+	p->opts.cache = sfu_unwind_cache__new();
+	p->cbf_cap = SFU_CBF_BOUND(MAX_UNWIND);
+	p->ucbf = malloc(p->cbf_cap);
+	p->kcbf = malloc(p->cbf_cap);
+	if (!p->cache || !p->opts.cache || !p->ucbf || !p->kcbf) {
+		procs__free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void procs__free(struct procs *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->procs.cap; i++)
+		if (p->procs.ents[i].key)
+			proc_free(p->procs.ents[i].val);
+	free(p->procs.ents);
+	free(p->tids.ents);
+	sfu_cache__free(p->cache);
+	sfu_unwind_cache__free(p->opts.cache);
+	free(p->ucbf);
+	free(p->kcbf);
+	free(p);
+}
+
+const struct procs_stats *procs__stats(const struct procs *p)
+{
+	return &p->stats;
+}
+
+static struct proc *proc_new(struct procs *p, uint32_t pid)
+{
+	struct proc *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->pid = pid;
+	pr->as = sfu_addrspace__new(p->cache, NULL);
+	if (!pr->as || map_put(&p->procs, pid, pr)) {
+		proc_free(pr);
+		return NULL;
+	}
+	return pr;
+}
+
+/* The inode of a namespace link such as "pid:[4026531836]", 0 when unknown. */
+static uint64_t ns_inode(uint32_t pid, const char *ns)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/%s", pid, ns);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strchr(link, '[') ? strtoull(strchr(link, '[') + 1, NULL, 10) : 0;
+}
+
+/* PPid and the innermost NSpid from /proc/PID/status. */
+static void read_status(struct proc *pr)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pr->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	pr->ns_pid = pr->pid;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "PPid:", 5)) {
+			pr->ppid = strtoul(line + 5, NULL, 10);
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			char *s = line + 6, *end;
+
+			for (unsigned long v; (v = strtoul(s, &end, 10)), end != s; s = end)
+				pr->ns_pid = v;
+		}
+	}
+	fclose(f);
+}
+
+int procs__scan(struct procs *p, pid_t pid)
+{
+	char path[64], exe[4096];
+	struct proc *pr = map_get(&p->procs, pid);
+	ssize_t n;
+	FILE *f;
+	int err;
+
+	if (pr)
+		return 0;
+	pr = proc_new(p, pid);
+	if (!pr)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(pr->comm, sizeof(pr->comm), f))
+			pr->comm[strcspn(pr->comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		pr->exe = strdup(exe);
+	}
+	read_status(pr);
+	pr->pid_ns = ns_inode(pid, "pid");
+	pr->mnt_ns = ns_inode(pid, "mnt");
+	err = sfu_addrspace__load_pid(pr->as, pid, NULL);
+	if (err == -ESRCH || err == -ENOENT) {
+		map_del(&p->procs, pid);
+		proc_free(pr);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+int procs__scan_all(struct procs *p)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid)
+			continue;
+		if (!procs__scan(p, pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Write one mapping (and its module, once) to the file. */
+static void emit_mapping(struct procs *p, uint32_t pid, const struct sfu_mapping *m)
+{
+	struct profile_mapping rec = {
+		.pid = pid, .start = m->start, .end = m->end, .file_offset = m->file_offset,
+		.prot = m->prot,
+	};
+
+	if (m->module) {
+		const struct sfu_build_id *bid = sfu_module__build_id(m->module);
+		struct profile_module mod = {
+			.file_size = sfu_module__file_size(m->module),
+			.build_id = bid->bytes,
+			.build_id_len = bid->len,
+			.path = m->path ? m->path : sfu_module__path(m->module),
+		};
+
+		profile_writer__module(p->w, &mod, &rec.module_id);
+	} else if (m->path) {
+		/* a file we could not open: keep its name for the report */
+		struct profile_module mod = { .path = m->path };
+
+		profile_writer__module(p->w, &mod, &rec.module_id);
+	}
+	profile_writer__mapping(p->w, &rec);
+}
+
+static void emit_process(struct procs *p, struct proc *pr)
+{
+	struct profile_process rec = {
+		.pid = pr->pid, .ppid = pr->ppid, .comm = pr->comm, .exe = pr->exe,
+		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
+	};
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	profile_writer__process(p->w, &rec);
+	maps = sfu_addrspace__mappings(pr->as, &n);
+	for (size_t i = 0; i < n; i++)
+		emit_mapping(p, pr->pid, &maps[i]);
+	pr->emitted = true;
+	if (!pr->counted)
+		p->stats.processes++;
+	pr->counted = true;
+}
+
+/* Open the file of a new mapping: through the process if it is alive, checked by build ID. */
+static struct sfu_module *open_mapped(struct procs *p, const struct rec_mmap2 *e,
+				      const char *name)
+{
+	const struct sfu_build_id *want = NULL;
+	struct sfu_build_id bid;
+	struct sfu_module *m;
+	char path[4200];
+
+	if ((e->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && e->build_id_size &&
+	    e->build_id_size <= sizeof(e->build_id)) {
+		bid.len = e->build_id_size;
+		memcpy(bid.bytes, e->build_id, bid.len);
+		want = &bid;
+	}
+	/* the mapped file itself, even if deleted or in another mount namespace */
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", e->pid,
+		 (unsigned long long)e->addr, (unsigned long long)(e->addr + e->len));
+	m = sfu_cache__open(p->cache, path, want, NULL);
+	if (m)
+		return m;
+	snprintf(path, sizeof(path), "/proc/%u/root%s", e->pid, name);
+	m = sfu_cache__open(p->cache, path, want, NULL);
+	if (m)
+		return m;
+	/* the process is gone: the same path here, if it holds the same build */
+	return sfu_cache__open(p->cache, name, want, NULL);
+}
+
+static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
+{
+	const char *name = e->filename;
+	struct sfu_module *m = NULL;
+	struct proc *pr;
+	uint32_t prot = 0;
+
+	if (size <= offsetof(struct rec_mmap2, filename) ||
+	    !memchr(name, '\0', size - offsetof(struct rec_mmap2, filename)))
+		return;
+	if (!(e->prot & PROT_EXEC))
+		return;
+	pr = map_get(&p->procs, e->pid);
+	if (!pr && !(pr = proc_new(p, e->pid)))
+		return;
+	if (name[0] == '/')
+		m = open_mapped(p, e, name);
+	prot = (e->prot & PROT_READ ? PROT_READ : 0) | PROT_EXEC |
+	       (e->prot & PROT_WRITE ? PROT_WRITE : 0);
+	if (sfu_addrspace__add(pr->as, e->addr, e->addr + e->len, e->pgoff, prot,
+			       name[0] ? name : NULL, m) == 0 && pr->emitted) {
+		const struct sfu_mapping *mp = sfu_addrspace__find(pr->as, e->addr);
+
+		if (mp)
+			emit_mapping(p, pr->pid, mp);
+	}
+	sfu_module__put(m);
+	if (pr->exe_from_mmap && name[0] == '/') {
+		free(pr->exe);
+		pr->exe = strdup(name);
+		pr->exe_from_mmap = false;
+	}
+}
+
+static void on_comm(struct procs *p, const struct rec_comm *e, size_t size, uint64_t time)
+{
+	struct proc *pr = map_get(&p->procs, e->pid);
+	size_t max = size - offsetof(struct rec_comm, comm);
+
+	if (size <= offsetof(struct rec_comm, comm) || !memchr(e->comm, '\0', max))
+		return;
+	if (e->header.misc & PERF_RECORD_MISC_COMM_EXEC) {
+		/* a new image: new mappings follow, a new process record at its next sample */
+		if (!pr && !(pr = proc_new(p, e->pid)))
+			return;
+		sfu_addrspace__free(pr->as);
+		pr->as = sfu_addrspace__new(p->cache, NULL);
+		pr->emitted = false;
+		pr->exe_from_mmap = true;
+		if (!pr->pid_ns) {
+			read_status(pr);
+			pr->pid_ns = ns_inode(pr->pid, "pid");
+			pr->mnt_ns = ns_inode(pr->pid, "mnt");
+		}
+	} else if (pr && pr->emitted) {
+		struct profile_comm rec = { time, e->pid, e->tid, e->comm };
+
+		profile_writer__comm(p->w, &rec);
+	}
+	if (pr && e->pid == e->tid)
+		snprintf(pr->comm, sizeof(pr->comm), "%s", e->comm);
+}
+
+/* A child starts as a copy of its parent. */
+static void on_fork(struct procs *p, const struct rec_task *e)
+{
+	struct proc *parent, *child;
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	if (e->pid == e->ppid || map_get(&p->procs, e->pid))
+		return;	/* a new thread, or a process already known */
+	parent = map_get(&p->procs, e->ppid);
+	if (!parent) {
+		procs__scan(p, e->pid);
+		return;
+	}
+	child = proc_new(p, e->pid);
+	if (!child)
+		return;
+	child->ppid = e->ppid;
+	memcpy(child->comm, parent->comm, sizeof(child->comm));
+	child->exe = parent->exe ? strdup(parent->exe) : NULL;
+	child->pid_ns = parent->pid_ns;
+	child->mnt_ns = parent->mnt_ns;
+	maps = sfu_addrspace__mappings(parent->as, &n);
+	for (size_t i = 0; i < n; i++)
+		sfu_addrspace__add(child->as, maps[i].start, maps[i].end, maps[i].file_offset,
+				   maps[i].prot, maps[i].path, maps[i].module);
+}
+
+static void on_exit_event(struct procs *p, const struct rec_task *e, uint64_t time)
+{
+	struct proc *pr = map_get(&p->procs, e->pid);
+
+	map_del(&p->tids, e->tid);
+	if (!pr || e->pid != e->tid)
+		return;
+	if (pr->emitted) {
+		struct profile_exit rec = { time, e->pid };
+
+		profile_writer__exit(p->w, &rec);
+	}
+	map_del(&p->procs, e->pid);
+	proc_free(pr);
+}
+
+void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
+{
+	switch (e->type) {
+	case PERF_RECORD_MMAP2:
+		on_mmap2(p, (const struct rec_mmap2 *)e, e->size);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(p, (const struct rec_comm *)e, e->size, time);
+		break;
+	case PERF_RECORD_FORK:
+		if (e->size >= sizeof(struct rec_task))
+			on_fork(p, (const struct rec_task *)e);
+		break;
+	case PERF_RECORD_EXIT:
+		if (e->size >= sizeof(struct rec_task))
+			on_exit_event(p, (const struct rec_task *)e, time);
+		break;
+	}
+}
+
+/* CBF of a user stack; returns its length, 0 when there is none. */
+static size_t user_stack(struct procs *p, struct proc *pr, const struct sample_hdr *h,
+			 const uint8_t *ustack)
+{
+	struct sfu_regs regs = { .pc = h->pc, .sp = h->sp, .fp = h->fp, .lr = h->lr };
+	struct sfu_snapshot snap = { h->sp, ustack, h->ustack_len };
+	struct sfu_cbf_enc enc;
+	size_t n = 0;
+	int stop;
+
+	if (!(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
+		return 0;
+	stop = sfu_unwind(pr->as, &p->opts, &regs, sfu_snapshot_read, &snap, p->frames, MAX_UNWIND,
+			  &n);
+	for (size_t i = 0; i < n; i++)
+		p->addrs[i] = p->frames[i].addr;
+	if (sfu_cbf_enc__init(&enc, 64, p->ucbf, p->cbf_cap) ||
+	    sfu_cbf_encode_stack(&enc, p->addrs, n, p->max_depth, stop != SFU_STOP_OUTERMOST))
+		return 0;
+	p->stats.user_stacks++;
+	if (stop == SFU_STOP_OUTERMOST)
+		p->stats.complete++;
+	return sfu_cbf_enc__len(&enc);
+}
+
+static size_t kernel_stack(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack)
+{
+	struct sfu_cbf_enc enc;
+	size_t n = h->kstack_depth < MAX_UNWIND ? h->kstack_depth : MAX_UNWIND;
+
+	if (!n)
+		return 0;
+	if (sfu_cbf_enc__init(&enc, 64, p->kcbf, p->cbf_cap) ||
+	    sfu_cbf_encode_stack(&enc, kstack, n, p->max_depth, n == MAX_KSTACK_DEPTH))
+		return 0;
+	return sfu_cbf_enc__len(&enc);
+}
+
+void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
+		   const uint8_t *ustack)
+{
+	struct profile_sample s = {
+		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu, .weight = 1,
+	};
+	struct proc *pr = map_get(&p->procs, h->pid);
+
+	if (!pr) {
+		/* started before the events reached us, or missed: ask /proc while it lives */
+		if (procs__scan(p, h->pid) == 0)
+			pr = map_get(&p->procs, h->pid);
+		if (!pr) {
+			p->stats.unknown_pid++;
+			pr = proc_new(p, h->pid);
+			if (!pr)
+				return;
+			memcpy(pr->comm, h->comm, sizeof(pr->comm));
+			pr->comm[sizeof(pr->comm) - 1] = '\0';
+		}
+	}
+	if (!pr->emitted)
+		emit_process(p, pr);
+	if (!map_get(&p->tids, h->tid)) {
+		char comm[SAMPLE_COMM_LEN + 1];
+		struct profile_thread t = { h->pid, h->tid, comm };
+
+		memcpy(comm, h->comm, SAMPLE_COMM_LEN);
+		comm[SAMPLE_COMM_LEN] = '\0';
+		profile_writer__thread(p->w, &t);
+		map_put(&p->tids, h->tid, (void *)1);
+	}
+	s.ustack = p->ucbf;
+	s.ustack_len = user_stack(p, pr, h, ustack);
+	s.kstack = p->kcbf;
+	s.kstack_len = kernel_stack(p, h, kstack);
+	if (!profile_writer__sample(p->w, &s))
+		p->stats.samples++;
+}

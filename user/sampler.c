@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Loads the BPF sampler, opens the task event buffers, and merges both streams by time. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sample.skel.h"
+#include "sampler.h"
+
+#define TASK_BUF_PAGES	256	/* per CPU: 1 MiB of mmap/comm/fork/exit records */
+#define RING_BYTES	(32u << 20)
+
+/* A task event kept until the samples before it have been handled. */
+struct task_ev {
+	uint64_t time;
+	uint64_t seq;		/* arrival order, to keep equal times stable */
+	struct perf_event_header *rec;
+};
+
+/* A sample newer than the round's horizon, kept for the next round. */
+struct late_sample {
+	uint64_t time;
+	uint8_t *data;
+	size_t len;
+};
+
+struct sampler {
+	struct sample_bpf *skel;
+	struct ring_buffer *ring;
+	struct perf_buffer *tasks;
+	struct bpf_link **links;
+	int *event_fds;
+	int ncpus;
+	struct sampler_cbs cbs;
+	void *ctx;
+	uint32_t freq_hz;
+	struct task_ev *evs;	/* pending, sorted by time from evs_head on */
+	size_t evs_head, evs_len, evs_cap;
+	uint64_t ev_seq;
+	struct late_sample *late;
+	size_t late_len, late_cap;
+	uint64_t horizon;	/* samples after this are late */
+	int delivered;
+	int err;
+};
+
+static void msg(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void msg(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN && getenv("SFPROF_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+/* The time in a record's sample_id (TID then TIME: the last 8 bytes). */
+static bool record_time(const struct perf_event_header *e, uint64_t *time)
+{
+	if (e->size < sizeof(*e) + 16)
+		return false;
+	memcpy(time, (const uint8_t *)e + e->size - 8, 8);
+	return true;
+}
+
+/* Deliver pending task events up to and including @time. */
+static void advance(struct sampler *s, uint64_t time)
+{
+	while (s->evs_head < s->evs_len && s->evs[s->evs_head].time <= time) {
+		struct task_ev *ev = &s->evs[s->evs_head++];
+
+		s->cbs.task_event(s->ctx, ev->rec, ev->time);
+		free(ev->rec);
+	}
+	if (s->evs_head == s->evs_len)
+		s->evs_head = s->evs_len = 0;
+}
+
+static void deliver(struct sampler *s, const void *data, size_t len)
+{
+	const struct sample_hdr *h = data;
+	size_t kbytes;
+
+	if (len < sizeof(*h))
+		return;
+	kbytes = (size_t)h->kstack_depth * 8;
+	if (kbytes > len - sizeof(*h) || h->ustack_len > len - sizeof(*h) - kbytes)
+		return;
+	advance(s, h->time_ns);
+	s->cbs.sample(s->ctx, h, (const uint64_t *)((const uint8_t *)data + sizeof(*h)),
+		      (const uint8_t *)data + sizeof(*h) + kbytes);
+	s->delivered++;
+}
+
+static int on_sample(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+	const struct sample_hdr *h = data;
+	struct late_sample *l;
+
+	if (len >= sizeof(*h) && h->time_ns > s->horizon) {
+		/* its task events may not have been read yet: next round */
+		if (s->late_len == s->late_cap) {
+			size_t cap = s->late_cap ? s->late_cap * 2 : 64;
+			struct late_sample *p = realloc(s->late, cap * sizeof(*p));
+
+			if (!p)
+				return s->err = -ENOMEM;
+			s->late = p;
+			s->late_cap = cap;
+		}
+		l = &s->late[s->late_len];
+		l->data = malloc(len);
+		if (!l->data)
+			return s->err = -ENOMEM;
+		memcpy(l->data, data, len);
+		l->len = len;
+		l->time = h->time_ns;
+		s->late_len++;
+		return 0;
+	}
+	deliver(s, data, len);
+	return 0;
+}
+
+static enum bpf_perf_event_ret on_task_event(void *ctx, int cpu, struct perf_event_header *e)
+{
+	struct sampler *s = ctx;
+	struct task_ev *ev;
+	uint64_t time;
+
+	(void)cpu;
+	if (e->type != PERF_RECORD_MMAP2 && e->type != PERF_RECORD_COMM &&
+	    e->type != PERF_RECORD_FORK && e->type != PERF_RECORD_EXIT)
+		return LIBBPF_PERF_EVENT_CONT;
+	if (!record_time(e, &time))
+		return LIBBPF_PERF_EVENT_CONT;
+	if (s->evs_len == s->evs_cap) {
+		size_t cap = s->evs_cap ? s->evs_cap * 2 : 256;
+		struct task_ev *p = realloc(s->evs, cap * sizeof(*p));
+
+		if (!p) {
+			s->err = -ENOMEM;
+			return LIBBPF_PERF_EVENT_ERROR;
+		}
+		s->evs = p;
+		s->evs_cap = cap;
+	}
+	ev = &s->evs[s->evs_len];
+	ev->rec = malloc(e->size);
+	if (!ev->rec) {
+		s->err = -ENOMEM;
+		return LIBBPF_PERF_EVENT_ERROR;
+	}
+	memcpy(ev->rec, e, e->size);
+	ev->time = time;
+	ev->seq = s->ev_seq++;
+	s->evs_len++;
+	return LIBBPF_PERF_EVENT_CONT;
+}
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const struct task_ev *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int late_cmp(const void *a, const void *b)
+{
+	const struct late_sample *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* One round: task events first, then the samples they came before. */
+static int round_trip(struct sampler *s, uint64_t horizon)
+{
+	size_t nlate;
+	int err;
+
+	s->delivered = 0;
+	s->horizon = horizon;
+	err = perf_buffer__consume(s->tasks);
+	if (err < 0)
+		return err;
+	qsort(s->evs + s->evs_head, s->evs_len - s->evs_head, sizeof(*s->evs), ev_cmp);
+
+	/* last round's late samples, now that their events are in */
+	nlate = s->late_len;
+	s->late_len = 0;
+	qsort(s->late, nlate, sizeof(*s->late), late_cmp);
+	for (size_t i = 0; i < nlate; i++) {
+		struct late_sample l = s->late[i];
+
+		if (l.time > horizon) {
+			s->late[s->late_len++] = l;
+			continue;
+		}
+		deliver(s, l.data, l.len);
+		free(l.data);
+	}
+	err = ring_buffer__consume(s->ring);
+	if (err < 0)
+		return err;
+	advance(s, horizon);
+	return s->err ? s->err : s->delivered;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	uint64_t horizon;
+	int err;
+
+	/* wake for either stream; ring_buffer__poll() reads nothing from the other */
+	err = ring_buffer__poll(s->ring, 0);
+	if (err == 0 && timeout_ms > 0) {
+		err = perf_buffer__poll(s->tasks, 0);
+		if (err == 0)
+			err = ring_buffer__poll(s->ring, timeout_ms);
+	}
+	if (err < 0 && err != -EINTR)
+		return err;
+	horizon = now_ns();
+	return round_trip(s, horizon);
+}
+
+static void detach(struct sampler *s)
+{
+	for (int i = 0; s->links && i < s->ncpus; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+	}
+	for (int i = 0; s->event_fds && i < s->ncpus; i++) {
+		if (s->event_fds[i] >= 0)
+			close(s->event_fds[i]);
+		s->event_fds[i] = -1;
+	}
+}
+
+int sampler__drain(struct sampler *s)
+{
+	int err;
+
+	detach(s);
+	/* a sample reserved just before detaching may still be committing */
+	usleep(10000);
+	err = round_trip(s, UINT64_MAX);
+	return err < 0 ? err : 0;
+}
+
+uint64_t sampler__lost(struct sampler *s)
+{
+	uint32_t key = COUNTER_LOST;
+	uint64_t *vals, sum = 0;
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus <= 0)
+		return 0;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &key, vals))
+		for (int i = 0; i < ncpus; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}
+
+int sampler__add_target(struct sampler *s, pid_t pid)
+{
+	uint32_t key = pid;
+	uint8_t one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			    unsigned long flags)
+{
+	return syscall(__NR_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+int sampler__start(struct sampler *s, char *err, size_t errlen)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,	/* works in VMs without hardware counters */
+		.freq = 1,
+		.sample_freq = s->freq_hz,
+	};
+	int e;
+
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		int fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;	/* a possible CPU that is offline */
+			e = errno;
+			msg(err, errlen, "cannot open the cpu-clock event on CPU %d: %s%s", cpu,
+			    strerror(e), e == EACCES || e == EPERM ?
+			    " (needs CAP_PERFMON or root)" : "");
+			return -e;
+		}
+		s->event_fds[cpu] = fd;
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
+		if (!s->links[cpu]) {
+			e = errno;
+			msg(err, errlen, "cannot attach the sampler on CPU %d: %s", cpu, strerror(e));
+			return -e;
+		}
+	}
+	return 0;
+}
+
+static int open_task_events(struct sampler *s, char *err, size_t errlen)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+		.sample_id_all = 1,
+		.mmap = 1,
+		.mmap2 = 1,
+		.comm = 1,
+		.comm_exec = 1,
+		.task = 1,
+		.build_id = 1,
+		.use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,
+		.wakeup_events = 1,
+	};
+
+	s->tasks = perf_buffer__new_raw(bpf_map__fd(s->skel->maps.task_events), TASK_BUF_PAGES,
+					&attr, on_task_event, s, NULL);
+	if (!s->tasks) {
+		int e = errno;
+
+		msg(err, errlen, "cannot open task event buffers: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_cbs *cbs,
+			     void *ctx, char *err, size_t errlen)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	int e;
+
+	if (!s) {
+		msg(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cbs = *cbs;
+	s->ctx = ctx;
+	s->freq_hz = opts->freq_hz;
+	libbpf_set_print(libbpf_quiet);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		msg(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+		    "sfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+		e = ENOENT;
+		goto fail;
+	}
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		e = -s->ncpus;
+		msg(err, errlen, "cannot count CPUs: %s", strerror(e));
+		goto fail;
+	}
+	s->skel = sample_bpf__open();
+	if (!s->skel) {
+		e = errno;
+		msg(err, errlen, "cannot open the BPF sampler: %s", strerror(e));
+		goto fail;
+	}
+	s->skel->rodata->ustack_size = opts->stack_size;
+	s->skel->rodata->filter_pids = opts->filter;
+	s->skel->rodata->follow_forks = opts->follow_forks;
+	s->skel->rodata->self_tgid = getpid();
+	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
+	bpf_map__set_max_entries(s->skel->maps.samples, RING_BYTES);
+	if (sample_bpf__load(s->skel)) {
+		e = errno;
+		if (e == EPERM)
+			msg(err, errlen, "not allowed to load BPF programs: sfprof record needs "
+			    "CAP_BPF and CAP_PERFMON (or root)");
+		else
+			msg(err, errlen, "cannot load the BPF sampler: %s%s", strerror(e),
+			    getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
+		goto fail;
+	}
+	if (sample_bpf__attach(s->skel)) {
+		e = errno;
+		msg(err, errlen, "cannot attach the fork tracepoint: %s", strerror(e));
+		goto fail;
+	}
+	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
+	if (!s->ring) {
+		e = errno;
+		msg(err, errlen, "cannot open the sample ring buffer: %s", strerror(e));
+		goto fail;
+	}
+	e = -open_task_events(s, err, errlen);
+	if (e)
+		goto fail;
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	s->event_fds = malloc(s->ncpus * sizeof(*s->event_fds));
+	if (!s->links || !s->event_fds) {
+		e = ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < s->ncpus; i++)
+		s->event_fds[i] = -1;
+	return s;
+fail:
+	sampler__free(s);
+	errno = e;
+	return NULL;
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	detach(s);
+	ring_buffer__free(s->ring);
+	perf_buffer__free(s->tasks);
+	sample_bpf__destroy(s->skel);
+	for (size_t i = s->evs_head; i < s->evs_len; i++)
+		free(s->evs[i].rec);
+	for (size_t i = 0; i < s->late_len; i++)
+		free(s->late[i].data);
+	free(s->evs);
+	free(s->late);
+	free(s->links);
+	free(s->event_fds);
+	free(s);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The BPF sampler's loader: samples and task events (mmap, comm, fork, exit), in time order. */
+#ifndef SFPROF_SAMPLER_H
+#define SFPROF_SAMPLER_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample.h"	/* struct sample_hdr, shared with bpf/sample.bpf.c */
+
+struct sampler_opts {
+	uint32_t freq_hz;
+	uint32_t stack_size;	/* bytes of user stack per sample, a multiple of 4096 */
+	bool filter;		/* only the target processes (sampler__add_target) */
+	bool follow_forks;	/* children of targets become targets */
+};
+
+struct sampler_cbs {
+	/* A sample: @kstack has h->kstack_depth entries, @ustack h->ustack_len bytes. */
+	void (*sample)(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
+		       const uint8_t *ustack);
+	/*
+	 * A PERF_RECORD_MMAP2, COMM, FORK or EXIT record with sample_id_all
+	 * (pid, tid, time) at its end; @time is that time (CLOCK_MONOTONIC).
+	 */
+	void (*task_event)(void *ctx, const struct perf_event_header *e, uint64_t time);
+};
+
+struct sampler;
+
+/**
+ * sampler__new() - load the BPF sampler and open the task event buffers.
+ * @err: receives a message fit for the user on failure.
+ *
+ * Sampling starts with sampler__start(); task events are recorded from now.
+ *
+ * @return the sampler, or NULL with errno set (EPERM: not privileged enough,
+ * ENOENT: no kernel BTF, ...).
+ */
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_cbs *cbs,
+			     void *ctx, char *err, size_t errlen);
+
+/** sampler__add_target() - sample process @pid (with opts.filter). @return 0 or -errno. */
+int sampler__add_target(struct sampler *s, pid_t pid);
+
+/** sampler__start() - attach the cpu-clock events on every CPU. @return 0 or -errno. */
+int sampler__start(struct sampler *s, char *err, size_t errlen);
+
+/**
+ * sampler__poll() - wait up to @timeout_ms for data, then deliver what arrived:
+ * task events and samples interleaved by time, so that a sample is handled
+ * with every task event older than it already seen.
+ *
+ * @return the number of samples delivered, or a negative errno.
+ */
+int sampler__poll(struct sampler *s, int timeout_ms);
+
+/**
+ * sampler__drain() - stop sampling and deliver everything still buffered.
+ * @return 0 or a negative errno.
+ */
+int sampler__drain(struct sampler *s);
+
+/** @return samples the kernel could not hand over (ring buffer full). */
+uint64_t sampler__lost(struct sampler *s);
+
+/** sampler__free() - detach and free; accepts NULL. */
+void sampler__free(struct sampler *s);
+
+#endif
