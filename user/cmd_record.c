@@ -316,6 +316,7 @@ static int run(struct record *r, int *child_status)
 		}
 		if (now - last_progress >= 1000000000ull) {
 			write_lost(r);
+			profile_writer__tick(r->w);
 			progress(r, false);
 			last_progress = now;
 		}

@@ -129,6 +129,12 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 /** profile_writer__flush() - write the current block out now. @return 0 or -errno. */
 int profile_writer__flush(struct profile_writer *w);
 
+/**
+ * profile_writer__tick() - write the current block out if it is older than a
+ * second, so that an idle recording still reaches the disk. @return 0 or -errno.
+ */
+int profile_writer__tick(struct profile_writer *w);
+
 /** @return bytes written to the file so far (blocks complete on disk). */
 uint64_t profile_writer__bytes(const struct profile_writer *w);
 
@@ -184,7 +190,7 @@ struct profile_status {
 	uint64_t blocks;		/* read whole */
 	uint64_t bad_blocks;		/* damaged and skipped */
 	uint64_t bytes_recovered;	/* header and whole blocks */
-	uint64_t unknown_stacks;	/* samples whose stack was in a damaged block */
+	uint64_t unknown_stacks;	/* stack references to stacks lost with a damaged block */
 	bool truncated;			/* no trailer: cut short or still being written */
 	bool has_trailer;
 	bool trailer_failed;		/* the writer noted it stopped on an error */
@@ -196,9 +202,10 @@ struct profile_reader;
 
 /**
  * profile_reader__open() - open a profile and check its header.
+ * @diag: optional; its reason is filled on failure.
+ *
  * @return the reader, or NULL with errno set (ENOENT, EACCES, EBADMSG for
- * "not a profile" or a damaged header, ENOTSUP for an unknown version) and
- * @diag->reason filled.
+ * "not a profile" or a damaged header, ENOTSUP for an unknown version).
  */
 struct profile_reader *profile_reader__open(const char *path, struct profile_diag *diag);
 

@@ -163,9 +163,12 @@ static int parse_header(struct profile_reader *r, struct profile_diag *diag)
 struct profile_reader *profile_reader__open(const char *path, struct profile_diag *diag)
 {
 	struct profile_reader *r = calloc(1, sizeof(*r));
+	struct profile_diag local;
 	struct stat st;
 	int err = -ENOMEM;
 
+	if (!diag)
+		diag = &local;
 	diag->reason[0] = '\0';
 	if (!r)
 		goto fail;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -95,7 +96,8 @@ static int buf_put(struct buf *b, const void *p, size_t n)
 		b->oom = true;
 		return -ENOMEM;
 	}
-	memcpy(b->p + b->len, p, n);
+	if (n)
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	return 0;
 }
@@ -369,6 +371,7 @@ struct profile_writer *profile_writer__create(const char *path, const struct pro
 {
 	struct profile_writer *w = calloc(1, sizeof(*w));
 	int err = -ENOMEM;
+	struct stat st;
 
 	if (!w)
 		goto fail;
@@ -384,6 +387,12 @@ struct profile_writer *profile_writer__create(const char *path, const struct pro
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
 
+	/* only a regular file is moved aside: never a directory, a FIFO or a device */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
+		set_reason(diag, "%s: exists and is not a regular file", path);
+		goto fail_quiet;
+	}
 	if (rename(path, w->old_path) < 0) {
 		if (errno != ENOENT) {
 			err = -errno;
@@ -505,8 +514,10 @@ int profile_writer__module(struct profile_writer *w, const struct profile_module
 	if (!key)
 		return -ENOMEM;
 	key[0] = m->build_id_len;
-	memcpy(key + 1, m->build_id, m->build_id_len);
-	memcpy(key + 1 + m->build_id_len, m->path, plen);
+	if (m->build_id_len)
+		memcpy(key + 1, m->build_id, m->build_id_len);
+	if (plen)
+		memcpy(key + 1 + m->build_id_len, m->path, plen);
 	err = intern_get(&w->modules, key, 1 + m->build_id_len + plen, id, &added);
 	free(key);
 	if (err || !added)
@@ -571,6 +582,13 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	if (s->time_ns > w->last_time)
 		w->last_time = s->time_ns;
 	return 0;
+}
+
+int profile_writer__tick(struct profile_writer *w)
+{
+	if (w->block_records && now_coarse() - w->block_started >= BLOCK_NS)
+		return profile_writer__flush(w);
+	return w->err;
 }
 
 uint64_t profile_writer__bytes(const struct profile_writer *w)
