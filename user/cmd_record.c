@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -292,7 +293,15 @@ static void progress(struct record *r, bool final)
 		fputc('\n', stderr);
 }
 
-/* Sample until stopped: Ctrl-C, SIGTERM, --duration, or the command's exit. */
+static bool targets_alive(const struct record *r)
+{
+	for (size_t i = 0; i < r->npids; i++)
+		if (kill(r->pids[i], 0) == 0 || errno != ESRCH)
+			return true;
+	return false;
+}
+
+/* Sample until stopped: Ctrl-C, SIGTERM, --duration, the command's or the -p targets' exit. */
 static int run(struct record *r, int *child_status)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_progress = start;
@@ -315,6 +324,8 @@ static int run(struct record *r, int *child_status)
 			break;
 		}
 		if (now - last_progress >= 1000000000ull) {
+			if (r->npids && !targets_alive(r))
+				break;	/* as perf record -p does */
 			write_lost(r);
 			profile_writer__tick(r->w);
 			progress(r, false);
@@ -352,6 +363,7 @@ int cmd_record(int argc, char **argv)
 	int ret = 1, err, child_status = 0, scanned = 0;
 	uint64_t t0;
 
+	argv[0] = "sfprof record";	/* for getopt's messages */
 	err = parse_args(&r, argc, argv);
 	if (err)
 		return err == 1 ? 0 : err;
@@ -413,10 +425,13 @@ int cmd_record(int argc, char **argv)
 	{
 		const struct procs_stats *st = procs__stats(r.procs);
 		double secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
-		uint64_t bytes = profile_writer__bytes(r.w);
+		uint64_t bytes = 0;
+		struct stat fst;
 
 		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
 		r.w = NULL;
+		if (stat(r.output, &fst) == 0)
+			bytes = fst.st_size;
 		if (ret)
 			fprintf(stderr, "sfprof record: %s\n", diag.reason);
 		fprintf(stderr, "sfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64

@@ -58,6 +58,8 @@ struct proc {
 	bool emitted;		/* its process and mapping records are in the file */
 	bool counted;		/* in stats.processes (an exec emits a process again) */
 	bool exe_from_mmap;	/* exec'd: the next executable mapping names it */
+	bool exited;		/* kept a while: samples of its last moments come after the exit */
+	uint64_t exit_time;
 };
 
 /* u32 -> pointer, open addressing; key 0 is never used (pid 0 is the idle task). */
@@ -77,6 +79,7 @@ struct procs {
 	struct u32map procs;
 	struct u32map tids;	/* threads already written */
 	struct procs_stats stats;
+	uint64_t last_sweep;	/* event time of the last sweep of exited processes */
 	struct sfu_frame frames[MAX_UNWIND];
 	uint64_t addrs[MAX_UNWIND];
 	uint8_t *ucbf, *kcbf;
@@ -249,11 +252,24 @@ static void read_status(struct proc *pr)
 	fclose(f);
 }
 
-int procs__scan(struct procs *p, pid_t pid)
+/* The executable a live process runs, or NULL. */
+static char *read_exe(uint32_t pid)
 {
 	char path[64], exe[4096];
-	struct proc *pr = map_get(&p->procs, pid);
 	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	return strdup(exe);
+}
+
+int procs__scan(struct procs *p, pid_t pid)
+{
+	char path[64];
+	struct proc *pr = map_get(&p->procs, pid);
 	FILE *f;
 	int err;
 
@@ -269,12 +285,7 @@ int procs__scan(struct procs *p, pid_t pid)
 			pr->comm[strcspn(pr->comm, "\n")] = '\0';
 		fclose(f);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		pr->exe = strdup(exe);
-	}
+	pr->exe = read_exe(pid);
 	read_status(pr);
 	pr->pid_ns = ns_inode(pid, "pid");
 	pr->mnt_ns = ns_inode(pid, "mnt");
@@ -414,6 +425,19 @@ static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
 		free(pr->exe);
 		pr->exe = strdup(name);
 		pr->exe_from_mmap = false;
+		/* sampled between exec and this mapping: write the process again, named right */
+		pr->emitted = false;
+	}
+}
+
+/* A new process with the pid of one that exited: the old one is gone for good. */
+static void forget_exited(struct procs *p, uint32_t pid)
+{
+	struct proc *pr = map_get(&p->procs, pid);
+
+	if (pr && pr->exited) {
+		map_del(&p->procs, pid);
+		proc_free(pr);
 	}
 }
 
@@ -426,12 +450,20 @@ static void on_comm(struct procs *p, const struct rec_comm *e, size_t size, uint
 		return;
 	if (e->header.misc & PERF_RECORD_MISC_COMM_EXEC) {
 		/* a new image: new mappings follow, a new process record at its next sample */
+		if (pr && pr->exited) {
+			forget_exited(p, e->pid);
+			pr = NULL;
+		}
 		if (!pr && !(pr = proc_new(p, e->pid)))
 			return;
+		map_del(&p->tids, e->tid);	/* its thread record again, with the new name */
 		sfu_addrspace__free(pr->as);
 		pr->as = sfu_addrspace__new(p->cache, NULL);
 		pr->emitted = false;
 		pr->exe_from_mmap = true;
+		/* until its first mapping says, the image the process runs now */
+		free(pr->exe);
+		pr->exe = read_exe(pr->pid);
 		if (!pr->pid_ns) {
 			read_status(pr);
 			pr->pid_ns = ns_inode(pr->pid, "pid");
@@ -453,8 +485,11 @@ static void on_fork(struct procs *p, const struct rec_task *e)
 	const struct sfu_mapping *maps;
 	size_t n;
 
-	if (e->pid == e->ppid || map_get(&p->procs, e->pid))
-		return;	/* a new thread, or a process already known */
+	if (e->pid == e->ppid)
+		return;	/* a new thread */
+	forget_exited(p, e->pid);
+	if (map_get(&p->procs, e->pid))
+		return;	/* known already (seen in /proc) */
 	parent = map_get(&p->procs, e->ppid);
 	if (!parent) {
 		procs__scan(p, e->pid);
@@ -468,6 +503,8 @@ static void on_fork(struct procs *p, const struct rec_task *e)
 	child->exe = parent->exe ? strdup(parent->exe) : NULL;
 	child->pid_ns = parent->pid_ns;
 	child->mnt_ns = parent->mnt_ns;
+	child->ns_pid = child->pid;
+	read_status(child);	/* its pid in its namespace, while it lives */
 	maps = sfu_addrspace__mappings(parent->as, &n);
 	for (size_t i = 0; i < n; i++)
 		sfu_addrspace__add(child->as, maps[i].start, maps[i].end, maps[i].file_offset,
@@ -479,19 +516,42 @@ static void on_exit_event(struct procs *p, const struct rec_task *e, uint64_t ti
 	struct proc *pr = map_get(&p->procs, e->pid);
 
 	map_del(&p->tids, e->tid);
-	if (!pr || e->pid != e->tid)
+	if (!pr || e->pid != e->tid || pr->exited)
 		return;
 	if (pr->emitted) {
 		struct profile_exit rec = { time, e->pid };
 
 		profile_writer__exit(p->w, &rec);
 	}
-	map_del(&p->procs, e->pid);
-	proc_free(pr);
+	/* the exit event comes before the address space is torn down: samples follow */
+	pr->exited = true;
+	pr->exit_time = time;
 }
+
+#define EXIT_GRACE_NS 2000000000ull
+
+/* Forget processes that exited more than EXIT_GRACE_NS ago; at most once a second. */
+static void sweep_exited(struct procs *p, uint64_t time)
+{
+	if (time - p->last_sweep < 1000000000ull)
+		return;
+	p->last_sweep = time;
+	for (size_t i = 0; i < p->procs.cap; i++) {
+		struct u32ent *e = &p->procs.ents[i];
+		struct proc *pr = e->val;
+
+		if (e->key && pr->exited && time - pr->exit_time > EXIT_GRACE_NS) {
+			map_del(&p->procs, e->key);
+			proc_free(pr);
+			i--;	/* the backward shift may have moved an entry here */
+		}
+	}
+}
+
 
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
+	sweep_exited(p, time);
 	switch (e->type) {
 	case PERF_RECORD_MMAP2:
 		on_mmap2(p, (const struct rec_mmap2 *)e, e->size);

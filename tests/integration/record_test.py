@@ -1,0 +1,681 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""`sfprof record` with the real BPF sampler, checked against an independent oracle.
+
+Each --case records real programs (tests/progs, compiled at test time into
+WORKDIR with -O2 -fomit-frame-pointer -Wa,--gsframe, so only .sframe can
+unwind them) and reads the profile back through `sfprof dump`, which
+profile_oracle.py parses and symbolizes with readelf and nm:
+
+  chains      record_chains (four threads, deep recursion, libcallback.so
+              calling back into the program) under `record -- CMD`: in each
+              hot leaf, >= 99% of the samples have exactly the expected chain
+              from frame 0 up to the thread's entry function (main, or the
+              pthread start routine), and the frame after it is outside the
+              program (libc, which has neither .sframe nor frame pointers).
+  all-pid     `record -a` sees three processes started after recording
+              began (each a binary nothing else runs) and one running before,
+              with their exe, their mappings and their chains; `record -p PID`
+              of a multi-threaded process sees only that process, all its
+              threads.
+  shortlived  a stream of 40 processes of ~40 ms each, one binary nothing else
+              runs, under `record -a`: their samples come after their process
+              and mapping records, and unwind and symbolize to their chain.
+              A process image after exec is known by its comm; its process
+              record must name the new executable and its thread the new comm.
+  syscalls    a program that spends its time in read(2) and getppid(2): the
+              samples taken in the kernel carry a user stack that symbolizes
+              to the calling chain up to main, and a kernel stack that
+              /proc/kallsyms names.
+  errors      a pid that does not exist, a command that does not exist (the
+              previous output file is kept), no target, bad options: clear
+              messages, the right exit status, no output file.
+  signals     SIGINT and SIGTERM stop `record -a` and `record -- CMD` cleanly:
+              exit 0, a complete file (no notice from dump), the command gone.
+
+Every check on a recording is also run once with a deliberately wrong
+expectation (a chain with a frame changed, the other process's pid, another
+leaf name) on the same profile, and must then fail: the checks can fail.
+
+Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
+"""
+
+import argparse
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_oracle  # noqa: E402
+
+SKIP = 77
+CFLAGS = ['-O2', '-fomit-frame-pointer', '-Wa,--gsframe', '-Wall', '-Wextra', '-pthread']
+
+MIN_PERCENT = 99.0          # of the samples in a hot leaf with exactly the expected chain
+MIN_LEAF_SAMPLES = 100      # fewer makes the percentage meaningless (expected: hundreds)
+
+# record_chains.c: hot leaf -> chain from frame 0 to the thread's entry function
+RECURSION_DEPTH = 40
+CHAINS = {
+    'spin_recursion': ['spin_recursion'] + ['recurse'] * RECURSION_DEPTH + ['main_work', 'main'],
+    'spin_a': ['spin_a', 'a_inner', 'a_middle', 'a_outer', 'thread_a'],
+    'spin_cb': ['spin_cb', 'cb_entry', 'lib_step', 'lib_apply', 'b_outer', 'thread_b'],
+    'spin_c': ['spin_c', 'vla_frame', 'thread_c'],
+}
+# shortlived.c
+SL_CHAINS = {'sl_leaf': ['sl_leaf', 'sl_work', 'main']}
+# syscalls.c: frame 0 is the instruction after `syscall`
+SC_CHAINS = {
+    'sys_read_zero': ['sys_read_zero', 'read_loop', 'sc_outer', 'main'],
+    'sys_getppid': ['sys_getppid', 'getppid_loop', 'sc_outer', 'main'],
+}
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg=''):
+    print(msg, flush=True)
+
+
+def quote(cmd):
+    return ' '.join(shlex.quote(str(c)) for c in cmd)
+
+
+def run(cmd, check=True, **kw):
+    log('$ ' + quote(cmd))
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, errors='replace', timeout=kw.pop('timeout', 120), **kw)
+    for text in (p.stdout, p.stderr):
+        if text.strip():
+            log(text.rstrip('\n'))
+    if check and p.returncode != 0:
+        raise Failure(f'{os.path.basename(str(cmd[0]))} exited with {p.returncode}')
+    return p
+
+
+class Ctx:
+    def __init__(self, args):
+        self.sfprof = os.path.abspath(args.sfprof)
+        self.progs = os.path.abspath(args.progs)
+        self.work = os.path.abspath(args.workdir)
+        self.syms = profile_oracle.Symbolizer()
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def compile(self, src, out, extra=(), shared=False, libs=()):
+        """Build tests/progs/SRC into WORKDIR/OUT and check it really has .sframe."""
+        cmd = ['gcc', *CFLAGS, '-I', self.progs, *extra]
+        cmd += ['-fPIC', '-shared'] if shared else []
+        cmd += ['-o', self.path(out), os.path.join(self.progs, src), *libs]
+        run(cmd)
+        hdr = subprocess.run(['readelf', '-lW', self.path(out)], stdout=subprocess.PIPE,
+                             text=True).stdout
+        if 'GNU_SFRAME' not in hdr:
+            raise Failure(f'{out}: no PT_GNU_SFRAME segment: -Wa,--gsframe had no effect')
+        return self.path(out)
+
+    def record(self, args, out, **kw):
+        return run([self.sfprof, 'record', '-o', out, *args], check=False, **kw)
+
+    def load(self, path):
+        prof = profile_oracle.load_profile(self.sfprof, path)
+        if prof.stderr.strip():
+            raise Failure(f'sfprof dump -i {path} complains: {prof.stderr.strip()}')
+        if prof.summary is None:
+            raise Failure('sfprof dump printed no summary line')
+        return prof
+
+
+def check_preconditions():
+    if os.geteuid() != 0:
+        log('SKIP: sfprof record needs root (CAP_BPF and CAP_PERFMON)')
+        sys.exit(SKIP)
+    if not os.access('/sys/kernel/btf/vmlinux', os.R_OK):
+        log('SKIP: this kernel has no BTF')
+        sys.exit(SKIP)
+    for tool in ('gcc', 'readelf', 'nm'):
+        if not shutil.which(tool):
+            log(f'SKIP: {tool} not found')
+            sys.exit(SKIP)
+    probe = subprocess.run(['gcc', '-Wa,--gsframe', '-x', 'c', '-c', '-o', os.devnull, '-'],
+                           input='int f(void) { return 0; }\n', text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if probe.returncode:
+        log(f'SKIP: gcc -Wa,--gsframe does not assemble:\n{probe.stdout}')
+        sys.exit(SKIP)
+
+
+# --- chain checks, shared by the cases ---
+
+def names(frames):
+    return [f.symbol or (os.path.basename(f.module) if f.module else '??') for f in frames]
+
+
+def chain_report(ctx, samples, chains, modules):
+    """Per hot leaf: (samples with frame 0 in it, exact chains, a few wrong ones).
+
+    A sample is in a leaf when its frame 0 symbolizes to it inside one of
+    @modules (paths). Its chain is exact when frames 0..n-1 are the chain,
+    each inside @modules, and frame n, if any, is outside them: the thread's
+    entry function was reached and nothing of the program follows it."""
+    stats = {leaf: [0, 0, Counter()] for leaf in chains}
+    for s in samples:
+        frames = ctx.syms.user_frames(s)
+        if not frames or frames[0].module not in modules or frames[0].symbol not in chains:
+            continue
+        want = chains[frames[0].symbol]
+        st = stats[frames[0].symbol]
+        st[0] += 1
+        got = frames[:len(want)]
+        ok = names(got) == want and all(f.module in modules for f in got) and \
+            (len(frames) == len(want) or frames[len(want)].module not in modules)
+        if ok:
+            st[1] += 1
+        else:
+            st[2][(' '.join(names(frames)), s.ustack.ending)] += 1
+    return stats
+
+
+def check_chains(ctx, samples, chains, modules, what, min_samples=MIN_LEAF_SAMPLES,
+                 quiet=False):
+    """Failures (strings) of the >= 99% rule for each leaf of @chains."""
+    fails = []
+    for leaf, (n, exact, wrong) in chain_report(ctx, samples, chains, modules).items():
+        pct = 100.0 * exact / n if n else 0.0
+        if not quiet:
+            log(f'{what}: {leaf}: {exact} of {n} samples ({pct:.2f}%) have the chain '
+                f'{compact(chains[leaf])}')
+            for (chain, ending), count in wrong.most_common(3):
+                log(f'    {count} x {chain} [{ending}]')
+        if n < min_samples:
+            fails.append(f'{what}: {leaf}: only {n} samples, need {min_samples}')
+        elif pct < MIN_PERCENT:
+            fails.append(f'{what}: {leaf}: {pct:.2f}% exact chains, need {MIN_PERCENT}%')
+    return fails
+
+
+def compact(chain):
+    out, i = [], 0
+    while i < len(chain):
+        j = i
+        while j < len(chain) and chain[j] == chain[i]:
+            j += 1
+        out.append(chain[i] + (f' x{j - i}' if j - i > 1 else ''))
+        i = j
+    return ' '.join(out)
+
+
+def wrong_chains(chains):
+    """The same table with one frame of each chain renamed: every leaf must then fail."""
+    out = {}
+    for leaf, chain in chains.items():
+        bad = list(chain)
+        bad[len(bad) // 2 if len(bad) > 1 else 0] = 'not_this_function'
+        out[leaf] = bad
+    return out
+
+
+def must_fail(fails, what):
+    """A negative check: @fails, from a wrong expectation, must not be empty."""
+    if not fails:
+        raise Failure(f'negative check did not fail: {what}')
+    log(f'ok: negative check fails as it must: {what} ({len(fails)} failure(s))')
+
+
+def expect(cond, fails, msg):
+    if not cond:
+        fails.append(msg)
+
+
+def raise_fails(fails):
+    for f in fails:
+        log(f'FAIL: {f}')
+    if fails:
+        raise Failure(f'{len(fails)} check(s) failed')
+
+
+# --- waiting for a recording to run ---
+
+def start_recording(ctx, args, out, canary):
+    """Start `sfprof record ARGS -o OUT` and return once it samples: the profile
+    written so far (whole blocks) holds a sample of the spinning @canary."""
+    cmd = [ctx.sfprof, 'record', '-o', out, *args]
+    log('$ ' + quote(cmd) + ' &')
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           errors='replace')
+    spin = subprocess.Popen([canary, '30000'])
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            if rec.poll() is not None:
+                raise Failure(f'sfprof record exited early with {rec.returncode}: '
+                              f'{rec.stderr.read().strip()}')
+            if os.path.exists(out):
+                p = subprocess.run([ctx.sfprof, 'dump', '-i', out], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True, errors='replace')
+                if f' pid {spin.pid} tid ' in p.stdout:
+                    log(f'recording: a sample of canary {spin.pid} is in {out}')
+                    return rec
+            time.sleep(0.1)
+        raise Failure('no sample of the canary process within 30 s')
+    except BaseException:
+        rec.kill()
+        rec.wait()
+        raise
+    finally:
+        spin.kill()
+        spin.wait()
+
+
+def stop_recording(rec, sig=signal.SIGINT):
+    rec.send_signal(sig)
+    try:
+        out, err = rec.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        rec.kill()
+        rec.communicate()
+        raise Failure(f'sfprof record did not stop within 30 s of {sig.name}')
+    if err.strip():
+        log(err.rstrip('\n'))
+    if rec.returncode != 0:
+        raise Failure(f'sfprof record exited with {rec.returncode} after {sig.name}')
+
+
+# --- the cases ---
+
+def case_chains(ctx):
+    ctx.compile('libcallback.c', 'libcallback.so', shared=True)
+    prog = ctx.compile('record_chains.c', 'record_chains',
+                       libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
+    lib = ctx.path('libcallback.so')
+    out = ctx.path('chains.data')
+    p = ctx.record(['--', prog, '3'], out, timeout=60)
+    if p.returncode != 0:
+        raise Failure(f'sfprof record exited with {p.returncode}')
+    prof = ctx.load(out)
+    fails = []
+    expect(prof.command and not prof.system_wide, fails, 'header flags: want command only')
+    pids = {s.pid for s in prof.samples}
+    expect(len(pids) == 1, fails, f'samples of {len(pids)} processes, want only the command')
+    procs = [pr for pr in prof.processes if pr.exe == prog]
+    expect(len(procs) == 1, fails, f'{len(procs)} process records with exe {prog}, want 1')
+    samples = [s for s in prof.samples if s.process and s.process.exe == prog]
+    tids = {s.tid for s in samples}
+    expect(len(tids) >= 4, fails, f'samples of {len(tids)} threads, want the 4 spinning ones')
+    fails += check_chains(ctx, samples, CHAINS, {prog, lib}, 'record -- record_chains')
+    raise_fails(fails)
+    must_fail(check_chains(ctx, samples, wrong_chains(CHAINS), {prog, lib}, 'wrong', quiet=True),
+              'a frame of each expected chain renamed')
+    must_fail(check_chains(ctx, samples, CHAINS, {prog}, 'wrong', quiet=True),
+              'libcallback.so not accepted as a module of the chains')
+
+
+def spinner_copies(ctx, names_):
+    """shortlived.c built once per name, each with its own build ID."""
+    return [ctx.compile('shortlived.c', n, extra=[f'-DVARIANT={i + 1}'])
+            for i, n in enumerate(names_)]
+
+
+def exec_images(prof, pids, exe):
+    """The process images of @pids after they exec'd @exe, known by their comm
+    (set by the exec itself), and the failures of their records: each must name
+    @exe. A sample taken while the exec runs, or one taken after the exit
+    record (the kernel samples a task until its very end), must not give its
+    process a record with another executable."""
+    comm = os.path.basename(exe)[:15]
+    images = [pr for pr in prof.processes if pr.pid in pids and pr.comm == comm]
+    # a sample in the exec's own kernel work, before the new image's first mapping
+    # event, may write a record whose exe is not known yet (''), provided a
+    # later record of the same pid names it
+    named = {pr.pid for pr in images if pr.exe == exe}
+    fails = [f'pid {pr.pid}: process record at dump line {pr.line} has comm {comm!r} but exe '
+             f'{pr.exe!r}, want {exe}' for pr in images
+             if pr.exe != exe and not (pr.exe == '' and pr.pid in named)]
+    # the thread that exec'd is renamed by the exec: thread and comm records say so
+    for s in prof.samples:
+        if s.pid in pids and s.tid == s.pid and any(s.process is pr for pr in images) and \
+                s.comm != comm:
+            fails.append(f'pid {s.pid}: sample at dump line {s.line} of the exec\'d image, '
+                         f'but its thread is named {s.comm!r}, not {comm!r}')
+            break
+    return images, fails
+
+
+def where_frame0(ctx, samples, exe):
+    """Counter of where frame 0 of each sample is: in @exe (by symbol), in another
+    module, in no mapping of the sample's process, or no user stack at all."""
+    where = Counter()
+    for s in samples:
+        frames = ctx.syms.user_frames(s)
+        if not frames:
+            where['no user stack'] += 1
+        elif frames[0].module == exe:
+            where[f'in {os.path.basename(exe)}: {frames[0].symbol}'] += 1
+        elif frames[0].module:
+            where[f'in {os.path.basename(frames[0].module)}'] += 1
+        else:
+            where['in no mapping' + (' (user mode)' if not s.kstack else ' (in the kernel)')] += 1
+    return where
+
+
+def check_late_process(ctx, prof, pid, exe, min_samples=20, quiet=False):
+    images, fails = exec_images(prof, {pid}, exe)
+    expect(images, fails, f'pid {pid}: no process record with comm {os.path.basename(exe)[:15]!r}')
+    for pr in images:
+        expect(pr.ppid == os.getpid(), fails,
+               f'pid {pid}: ppid {pr.ppid}, want {os.getpid()} (this driver)')
+        expect(any(m.module and m.module.path == exe and 'x' in m.prot for m in pr.mappings),
+               fails, f'pid {pid}: no executable mapping of {exe}')
+    mine = [s for s in prof.samples if s.pid == pid and any(s.process is pr for pr in images)]
+    where = where_frame0(ctx, mine, exe)
+    if not quiet:
+        log(f'pid {pid}: frame 0 of its samples: ' +
+            ', '.join(f'{k} {v}' for k, v in where.most_common()))
+    expect(not where['in no mapping (user mode)'], fails,
+           f'pid {pid}: {where["in no mapping (user mode)"]} user-mode samples outside '
+           f'every mapping written for it')
+    fails += check_chains(ctx, mine, SL_CHAINS, {exe}, f'pid {pid} {os.path.basename(exe)}',
+                          min_samples=min_samples, quiet=quiet)
+    return fails
+
+
+def case_all_pid(ctx):
+    token = secrets.token_hex(3)
+    errors = []
+    for part in (record_all, record_pid):
+        try:
+            part(ctx, token)
+        except Failure as e:
+            log(f'FAIL: {part.__name__}: {e}')
+            errors.append(part.__name__)
+    if errors:
+        raise Failure(f'failed: {" ".join(errors)}')
+
+
+def record_all(ctx, token):
+    """-a: three processes started once the recording samples, and one already running."""
+    late = spinner_copies(ctx, [f'late{i}-{token}' for i in range(3)])
+    early = spinner_copies(ctx, [f'early-{token}'])[0]
+    canary = ctx.compile('shortlived.c', f'canary-{token}')
+    out = ctx.path('all.data')
+    before = subprocess.Popen([early, '30000'])
+    try:
+        rec = start_recording(ctx, ['-a'], out, canary)
+        try:
+            procs = [subprocess.Popen([exe, '600']) for exe in late]
+            for p in procs:
+                p.wait(timeout=30)
+        finally:
+            stop_recording(rec)
+    finally:
+        before.kill()
+        before.wait()
+    prof = ctx.load(out)
+    fails = []
+    expect(prof.system_wide, fails, 'header flags: want system-wide')
+    for p, exe in zip(procs, late):
+        fails += check_late_process(ctx, prof, p.pid, exe)
+    # running at start: known from /proc, not from events
+    mine = [s for s in prof.samples if s.pid == before.pid and s.process and
+            s.process.exe == early]
+    fails += check_chains(ctx, mine, SL_CHAINS, {early}, f'pid {before.pid} (running at start)',
+                          min_samples=20)
+    raise_fails(fails)
+    must_fail(check_late_process(ctx, prof, procs[0].pid, late[1], quiet=True),
+              'pid of late0 expected to run late1')
+
+
+def record_pid(ctx, token):
+    """-p: only the given process, all its threads."""
+    ctx.compile('libcallback.c', 'libcallback.so', shared=True)
+    chains = ctx.compile('record_chains.c', 'record_chains',
+                         libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
+    other = spinner_copies(ctx, [f'other-{token}'])[0]
+    target = subprocess.Popen([chains, '3'])
+    bystander = subprocess.Popen([other, '3000'])
+    try:
+        time.sleep(0.2)     # its threads exist
+        out = ctx.path('pid.data')
+        p = ctx.record(['-p', str(target.pid), '--duration', '2'], out, timeout=60)
+        if p.returncode != 0:
+            raise Failure(f'sfprof record -p exited with {p.returncode}')
+    finally:
+        target.wait(timeout=30)
+        bystander.wait(timeout=30)
+    prof = ctx.load(out)
+    fails = []
+
+    def only(pid):
+        f = []
+        seen = {s.pid for s in prof.samples}
+        expect(seen == {pid}, f, f'-p {pid}: samples of pids {sorted(seen)}')
+        seen = {pr.pid for pr in prof.processes}
+        expect(seen == {pid}, f, f'-p {pid}: process records of pids {sorted(seen)}')
+        return f
+    fails += only(target.pid)
+    expect(not prof.system_wide and not prof.command, fails, 'header flags: want neither')
+    tids = {s.tid for s in prof.samples}
+    expect(len(tids) >= 4, fails, f'-p: samples of {len(tids)} threads, want the 4 spinning ones')
+    lib = ctx.path('libcallback.so')
+    samples = [s for s in prof.samples if s.process and s.process.exe == chains]
+    fails += check_chains(ctx, samples, CHAINS, {chains, lib}, f'record -p {target.pid}',
+                          min_samples=MIN_LEAF_SAMPLES // 2)
+    raise_fails(fails)
+    must_fail(only(bystander.pid), 'the bystander\'s pid expected in the -p profile')
+
+
+def case_shortlived(ctx):
+    runs, ms = 40, 40
+    token = secrets.token_hex(4)
+    exe = spinner_copies(ctx, [f'sl-{token}'])[0]
+    canary = ctx.compile('shortlived.c', f'canary-{token}')
+    out = ctx.path('shortlived.data')
+    rec = start_recording(ctx, ['-a'], out, canary)
+    pids = []
+    try:
+        t0 = time.monotonic()
+        for _ in range(runs):
+            p = subprocess.Popen([exe, str(ms)])
+            pids.append(p.pid)
+            if p.wait(timeout=30) != 0:
+                raise Failure(f'{exe} exited with {p.returncode}')
+        log(f'{runs} runs of {os.path.basename(exe)} ({ms} ms each) took '
+            f'{time.monotonic() - t0:.2f} s')
+    finally:
+        stop_recording(rec)
+    prof = ctx.load(out)
+    pidset = set(pids)
+    images, fails = exec_images(prof, pidset, exe)
+    image = [s for s in prof.samples if s.pid in pidset and any(s.process is pr for pr in images)]
+    before = sum(1 for s in prof.samples if s.pid in pidset) - len(image)
+    # every run was seen as itself, with its mappings before its samples
+    seen = Counter(s.pid for s in image)
+    log(f'{len(seen)} of {runs} runs have samples attributed to {os.path.basename(exe)}: '
+        f'{len(image)} samples, and {before} more of those pids before exec')
+    expect(len(seen) >= runs * 0.9, fails, f'only {len(seen)} of {runs} runs have samples')
+    where = where_frame0(ctx, image, exe)
+    log('frame 0 of those samples: ' + ', '.join(f'{k} {v}' for k, v in where.most_common()))
+    user = sum(1 for s in image if not s.kstack)
+    unmapped = where['in no mapping (user mode)']
+    expect(unmapped <= user // 200, fails,
+           f'{unmapped} of {user} user-mode samples are outside every mapping written for their '
+           f'process (mapping records missing?)')
+    leaf = where[f'in {os.path.basename(exe)}: sl_leaf']
+    expect(leaf >= 0.8 * len(image), fails,
+           f'only {leaf} of {len(image)} samples in sl_leaf, where the program spins')
+    for pid in sorted(seen):
+        expect(any(m.module and m.module.path == exe for pr in images if pr.pid == pid
+                   for m in pr.mappings), fails, f'pid {pid}: no mapping of {exe}')
+    fails += check_chains(ctx, image, SL_CHAINS, {exe}, f'{runs} runs of {os.path.basename(exe)}',
+                          min_samples=runs * 5)
+    raise_fails(fails)
+    must_fail(check_chains(ctx, image, wrong_chains(SL_CHAINS), {exe}, 'wrong', quiet=True),
+              'sl_leaf expected under another caller')
+
+
+def case_syscalls(ctx):
+    prog = ctx.compile('syscalls.c', 'syscalls')
+    out = ctx.path('syscalls.data')
+    p = ctx.record(['--', prog, '2'], out, timeout=60)
+    if p.returncode != 0:
+        raise Failure(f'sfprof record exited with {p.returncode}')
+    prof = ctx.load(out)
+    ksyms = profile_oracle.KernelSymbols()
+    samples = [s for s in prof.samples if s.process and s.process.exe == prog]
+    in_kernel = [s for s in samples if s.kstack]
+    fails = []
+    log(f'{len(samples)} samples of {prog}, {len(in_kernel)} with a kernel stack')
+    expect(len(in_kernel) >= 2 * MIN_LEAF_SAMPLES, fails,
+           f'only {len(in_kernel)} samples in the kernel: not syscall-heavy?')
+    no_user = [s for s in in_kernel if not s.ustack]
+    expect(not no_user, fails, f'{len(no_user)} samples in the kernel have no user stack '
+           f'(first at dump line {no_user[0].line if no_user else 0})')
+    # frame 0 of the user stack is the instruction after `syscall`
+    fails += check_chains(ctx, in_kernel, SC_CHAINS, {prog}, 'in the kernel')
+    report = chain_report(ctx, in_kernel, SC_CHAINS, {prog})
+    in_leaves = sum(v[0] for v in report.values())
+    expect(in_leaves >= 0.95 * len(in_kernel), fails,
+           f'only {in_leaves} of {len(in_kernel)} kernel samples have a user frame 0 '
+           f'in a syscall function')
+    # the kernel stacks are kernel code, and the read(2) ones show it
+    if ksyms.usable:
+        unnamed = sum(1 for s in in_kernel if None in ksyms.frames(s.kstack))
+        expect(unnamed <= len(in_kernel) // 100, fails,
+               f'{unnamed} kernel stacks have frames /proc/kallsyms does not name')
+        reads = [s for s in in_kernel
+                 if [f.symbol for f in ctx.syms.user_frames(s)[:1]] == ['sys_read_zero']]
+        with_read = sum(1 for s in reads
+                        if any(n and 'read' in n for n in ksyms.frames(s.kstack)))
+        log(f'kernel stacks under sys_read_zero naming a read function: '
+            f'{with_read} of {len(reads)}')
+        expect(with_read >= 0.5 * len(reads), fails,
+               f'only {with_read} of {len(reads)} read(2) kernel stacks name a read function')
+    else:
+        log('note: /proc/kallsyms shows no addresses; kernel stacks not named')
+    raise_fails(fails)
+    must_fail(check_chains(ctx, in_kernel, wrong_chains(SC_CHAINS), {prog}, 'wrong', quiet=True),
+              'a frame of each syscall chain renamed')
+
+
+def case_errors(ctx):
+    fails = []
+    out = ctx.path('err.data')
+
+    def gone(what):
+        for f in (out, out + '.old'):
+            expect(not os.path.exists(f), fails, f'{what}: {os.path.basename(f)} was left behind')
+
+    for f in (out, out + '.old'):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = ctx.record(['-p', '999999999'], out)
+    expect(p.returncode not in (0, 2) and p.returncode > 0, fails,
+           f'-p 999999999: exit {p.returncode}, want a runtime failure (1)')
+    expect('no process 999999999' in p.stderr, fails, '-p 999999999: no "no process" message')
+    gone('-p 999999999')
+
+    for cmd in ('/nonexistent/cmd', 'sfprof-no-such-command-' + secrets.token_hex(4)):
+        p = ctx.record(['--', cmd, 'arg'], out)
+        expect(p.returncode not in (0, 2) and p.returncode > 0, fails,
+               f'-- {cmd}: exit {p.returncode}, want a runtime failure (1)')
+        expect(f'{cmd}: command not found' in p.stderr, fails,
+               f'-- {cmd}: no "{cmd}: command not found" message')
+        gone(f'-- {cmd}')
+
+    # an earlier profile in the way is renamed to FILE.old, and put back on failure
+    with open(out, 'w') as f:
+        f.write('an earlier profile\n')
+    p = ctx.record(['--', '/nonexistent/cmd'], out)
+    expect(p.returncode == 1, fails, f'-- /nonexistent/cmd over a file: exit {p.returncode}')
+    kept = open(out).read() if os.path.exists(out) else None
+    expect(kept == 'an earlier profile\n', fails,
+           f'the earlier {os.path.basename(out)} was not restored (now {kept!r})')
+    expect(not os.path.exists(out + '.old'), fails, f'{os.path.basename(out)}.old left behind')
+    os.unlink(out)
+
+    usage = [([], 'say what to record'), (['-F', '0', '-a'], '-F'),
+             (['-a', '-p', '1'], '-p goes without -a'), (['-p', 'abc'], 'not a process id'),
+             (['--stack-size', '100', '-a'], '--stack-size'), (['--bogus'], 'usage')]
+    for args, msg in usage:
+        p = ctx.record(args, out)
+        expect(p.returncode == 2, fails, f'record {quote(args)}: exit {p.returncode}, want 2')
+        expect(msg in p.stderr, fails, f'record {quote(args)}: no {msg!r} in the message')
+        gone(f'record {quote(args)}')
+    raise_fails(fails)
+
+
+def case_signals(ctx):
+    fails = []
+    spinner = ctx.compile('shortlived.c', 'spinner')
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = ctx.path(f'{sig.name}.data')
+        cmd = [ctx.sfprof, 'record', '-a', '-o', out]
+        log('$ ' + quote(cmd) + f' & sleep 1; kill -{sig.name} $!')
+        rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               errors='replace')
+        # something to sample, on an idle machine too
+        subprocess.run([spinner, '1000'], check=True)
+        t0 = time.monotonic()
+        stop_recording(rec, sig)
+        log(f'stopped {time.monotonic() - t0:.2f} s after {sig.name}')
+        prof = ctx.load(out)     # fails on any notice: truncated, damaged, stopped early
+        expect(prof.summary[0] > 0, fails, f'{sig.name}: no samples in {out}')
+        expect(prof.summary[0] == len(prof.samples), fails, f'{sig.name}: summary disagrees')
+        expect(os.stat(out).st_mode & 0o777 == 0o600, fails, f'{sig.name}: mode not 0600')
+
+    # with a command, the command is stopped too
+    out = ctx.path('command.data')
+    cmd = [ctx.sfprof, 'record', '-o', out, '--', 'sleep', '60']
+    log('$ ' + quote(cmd) + ' & sleep 1; kill -INT $!')
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           errors='replace')
+    time.sleep(1)
+    children = subprocess.run(['pgrep', '-P', str(rec.pid)], stdout=subprocess.PIPE,
+                              text=True).stdout.split()
+    stop_recording(rec, signal.SIGINT)
+    expect(len(children) == 1, fails, f'sfprof record -- sleep had children {children}')
+    for c in children:
+        expect(not os.path.exists(f'/proc/{c}'), fails, f'the command (pid {c}) still runs')
+    ctx.load(out)
+    raise_fails(fails)
+
+
+CASES = {
+    'chains': case_chains, 'all-pid': case_all_pid, 'shortlived': case_shortlived,
+    'syscalls': case_syscalls, 'errors': case_errors, 'signals': case_signals,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--sfprof', required=True)
+    ap.add_argument('--progs', required=True, help='tests/progs')
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--case', required=True, choices=sorted(CASES))
+    args = ap.parse_args()
+    check_preconditions()
+    ctx = Ctx(args)
+    shutil.rmtree(ctx.work, ignore_errors=True)
+    os.makedirs(ctx.work)
+    t0 = time.monotonic()
+    try:
+        CASES[args.case](ctx)
+    except (Failure, profile_oracle.OracleError, subprocess.TimeoutExpired) as e:
+        log(f'FAIL: {e}')
+        return 1
+    log(f'PASS ({time.monotonic() - t0:.1f} s)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
