@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A profile loaded for reading: processes, mappings and samples with their stacks resolved to frames. */
+#ifndef SFPROF_SESSION_H
+#define SFPROF_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "symbolize.h"
+
+struct session_opts {
+	struct symbolizer_opts sym;
+};
+
+/* One resolved frame; frames are interned, equal frames share an index. */
+struct session_frame {
+	const char *sym;	/* function name, demangled; NULL when unknown */
+	const char *dso;	/* module file name, "[kernel.kallsyms]", or "[unknown]" */
+	const char *dso_path;	/* as recorded */
+	uint64_t addr;		/* the address as sampled */
+	uint64_t offset;	/* from the function's start; from the module's start when sym is NULL */
+	uint64_t rel;		/* module-relative address: ELF vaddr, or file offset when not found */
+	const char *file;	/* source file, or NULL */
+	unsigned line;
+	uint32_t module;	/* session module index + 1; 0 for kernel and unknown */
+	bool kernel;
+	bool is_ra;		/* a return address (callers); frame 0 is a precise pc */
+	uint64_t omitted;	/* not a frame: this many frames were left out here */
+};
+
+/* A sampled stack, kernel frames first (innermost), then user frames. */
+struct session_stack {
+	const uint32_t *frames;	/* indexes into session__frame(), innermost first */
+	uint32_t count;
+	uint32_t kernel;	/* how many of them are kernel frames */
+	bool truncated;		/* the user stack's unwinding stopped early */
+};
+
+struct session_map {
+	uint64_t start, end, file_offset;
+	uint8_t prot;
+	uint32_t module;	/* session module index + 1, 0 for none */
+};
+
+/* A process image: from a process record (or exec) to the next. */
+struct session_image {
+	uint32_t pid, ppid;
+	const char *comm;
+	const char *exe;
+	struct session_map *maps;	/* sorted by start */
+	size_t nmaps;
+};
+
+struct session_module {
+	uint8_t build_id[64];
+	size_t build_id_len;
+	const char *path;
+	uint64_t file_size;
+	struct sym_module *sym;
+};
+
+struct session_sample {
+	uint64_t time_ns;
+	uint32_t pid, tid, cpu, weight;
+	uint32_t image;		/* index into session__image() */
+	uint32_t stack;		/* index into session__stack() */
+	const char *comm;	/* the thread's name */
+};
+
+struct session_totals {
+	uint64_t samples;
+	uint64_t weight;
+	uint64_t lost;
+	uint64_t first_ns, last_ns;
+	uint64_t processes;
+	uint64_t truncated;	/* samples whose user stack is truncated */
+};
+
+struct session;
+
+/** session__open() - read a whole profile and resolve its stacks. @return NULL with diag filled. */
+struct session *session__open(const char *path, const struct session_opts *opts,
+			      struct profile_diag *diag);
+void session__free(struct session *s);
+
+const struct profile_meta *session__meta(const struct session *s);
+const struct profile_status *session__status(const struct session *s);
+const struct session_totals *session__totals(const struct session *s);
+
+size_t session__nsamples(const struct session *s);
+const struct session_sample *session__sample(const struct session *s, size_t i);
+const struct session_stack *session__stack(const struct session *s, uint32_t i);
+const struct session_frame *session__frame(const struct session *s, uint32_t i);
+size_t session__nframes(const struct session *s);
+size_t session__nimages(const struct session *s);
+const struct session_image *session__image(const struct session *s, uint32_t i);
+size_t session__nmodules(const struct session *s);
+const struct session_module *session__module(const struct session *s, uint32_t i);
+
+/** A frame's function name for display: the symbol, or "dso+0xoffset". Valid until the next call. */
+const char *session_frame_name(const struct session_frame *f, char *buf, size_t cap);
+
+#endif

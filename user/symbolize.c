@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Symbolizer: binaries and debug files found by build ID, demangled names, DWARF lines, kallsyms. */
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libiberty/demangle.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sfunwind.h"
+#include "symbolize.h"
+
+struct sym_module {
+	struct sym_module *next;
+	uint8_t build_id[SFU_BUILD_ID_MAX];
+	size_t build_id_len;
+	char *path;		/* as recorded */
+	const char *name;	/* basename of path */
+	struct sfu_module *bin;	/* the binary: segments and symbols */
+	struct sfu_module *dbg;	/* a separate debug file: symbols and DWARF */
+	int dwarf_fd;
+	Dwarf *dwarf;
+	bool dwarf_tried;
+	/* demangled names by symbol start, a small open-addressing cache */
+	struct demangled {
+		uint64_t start;
+		char *name;	/* NULL slot = empty */
+	} *names;
+	size_t names_cap, names_count;
+};
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct symbolizer {
+	struct symbolizer_opts opts;
+	struct sym_module *modules;
+	struct ksym *ksyms;
+	size_t nksyms;
+	bool ksyms_loaded;
+	debuginfod_client *dbgd;
+	bool dbgd_tried;
+};
+
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (s && opts)
+		s->opts = *opts;
+	return s;
+}
+
+static void module_free(struct sym_module *m)
+{
+	sfu_module__put(m->bin);
+	sfu_module__put(m->dbg);
+	if (m->dwarf)
+		dwarf_end(m->dwarf);
+	if (m->dwarf_fd >= 0)
+		close(m->dwarf_fd);
+	for (size_t i = 0; i < m->names_cap; i++)
+		free(m->names[i].name);
+	free(m->names);
+	free(m->path);
+	free(m);
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	while (s->modules) {
+		struct sym_module *next = s->modules->next;
+
+		module_free(s->modules);
+		s->modules = next;
+	}
+	for (size_t i = 0; i < s->nksyms; i++)
+		free(s->ksyms[i].name);
+	free(s->ksyms);
+	if (s->dbgd)
+		debuginfod_end(s->dbgd);
+	free(s);
+}
+
+static bool same_build_id(const struct sfu_module *m, const uint8_t *id, size_t len)
+{
+	const struct sfu_build_id *b = sfu_module__build_id(m);
+
+	return len && b->len == len && !memcmp(b->bytes, id, len);
+}
+
+/* Open @path if it is the ELF file with this build ID (any build ID when len is 0). */
+static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len)
+{
+	struct sfu_module *m = sfu_module__open(path, NULL);
+
+	if (m && len && !same_build_id(m, id, len)) {
+		sfu_module__put(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void build_id_path(char *out, size_t cap, const char *dir, const uint8_t *id, size_t len)
+{
+	size_t n = snprintf(out, cap, "%s/.build-id/%02x/", dir, id[0]);
+
+	for (size_t i = 1; i < len && n + 3 < cap; i++)
+		n += snprintf(out + n, cap - n, "%02x", id[i]);
+	snprintf(out + n, cap - n, ".debug");
+}
+
+/* A debug file for the build ID: debug directories, then debuginfod. */
+static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, size_t len)
+{
+	char path[4096];
+	struct sfu_module *m;
+	char *found = NULL;
+	int fd;
+
+	if (!len)
+		return NULL;
+	build_id_path(path, sizeof(path), "/usr/lib/debug", id, len);
+	if ((m = open_matching(path, id, len)))
+		return m;
+	for (size_t i = 0; i < s->opts.num_debug_dirs; i++) {
+		build_id_path(path, sizeof(path), s->opts.debug_dirs[i], id, len);
+		if ((m = open_matching(path, id, len)))
+			return m;
+	}
+	if (s->opts.no_debuginfod || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return NULL;
+	if (!s->dbgd_tried) {
+		s->dbgd_tried = true;
+		s->dbgd = debuginfod_begin();
+	}
+	if (!s->dbgd)
+		return NULL;
+	fd = debuginfod_find_debuginfo(s->dbgd, id, len, &found);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	m = open_matching(found, id, len);
+	free(found);
+	return m;
+}
+
+struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
+				      size_t build_id_len, const char *path)
+{
+	struct sym_module *m;
+	const char *slash;
+
+	if (build_id_len > SFU_BUILD_ID_MAX)
+		build_id_len = 0;
+	for (m = s->modules; m; m = m->next)
+		if (m->build_id_len == build_id_len &&
+		    !memcmp(m->build_id, build_id, build_id_len) && !strcmp(m->path, path))
+			return m;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->path = strdup(path))) {
+		free(m);
+		return NULL;
+	}
+	m->dwarf_fd = -1;
+	memcpy(m->build_id, build_id, build_id_len);
+	m->build_id_len = build_id_len;
+	slash = strrchr(m->path, '/');
+	m->name = slash ? slash + 1 : m->path;
+	/* the recorded path only if it still holds the same build (or none was recorded) */
+	if (path[0] == '/')
+		m->bin = open_matching(path, build_id, build_id_len);
+	m->dbg = find_debug(s, build_id, build_id_len);
+	if (!m->bin && m->dbg) {
+		m->bin = m->dbg;	/* a debug file keeps the program headers */
+		sfu_module__get(m->bin);
+	}
+	m->next = s->modules;
+	s->modules = m;
+	return m;
+}
+
+const char *sym_module__name(const struct sym_module *m)
+{
+	return m->name;
+}
+
+const char *sym_module__path(const struct sym_module *m)
+{
+	return m->path;
+}
+
+bool sym_module__found(const struct sym_module *m)
+{
+	return m->bin != NULL;
+}
+
+char *symbolizer__demangle(const char *name)
+{
+	if (!name || (strncmp(name, "_Z", 2) && strncmp(name, "_R", 2)))
+		return NULL;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+/* The demangled (or plain) name of the symbol starting at @start, cached. */
+static const char *display_name(struct sym_module *m, uint64_t start, const char *raw)
+{
+	struct demangled *slot;
+	char *dm;
+
+	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
+		return raw;
+	if ((m->names_count + 1) * 2 > m->names_cap) {
+		size_t cap = m->names_cap ? m->names_cap * 2 : 64;
+		struct demangled *names = calloc(cap, sizeof(*names));
+
+		if (!names)
+			return raw;
+		for (size_t i = 0; i < m->names_cap; i++) {
+			size_t j;
+
+			if (!m->names[i].name)
+				continue;
+			for (j = (m->names[i].start * 0x9e3779b97f4a7c15ull) >> 40 & (cap - 1);
+			     names[j].name; j = (j + 1) & (cap - 1))
+				;
+			names[j] = m->names[i];
+		}
+		free(m->names);
+		m->names = names;
+		m->names_cap = cap;
+	}
+	for (size_t j = (start * 0x9e3779b97f4a7c15ull) >> 40 & (m->names_cap - 1);;
+	     j = (j + 1) & (m->names_cap - 1)) {
+		slot = &m->names[j];
+		if (!slot->name)
+			break;
+		if (slot->start == start)
+			return slot->name;
+	}
+	dm = symbolizer__demangle(raw);
+	slot->name = dm ? dm : strdup(raw);
+	if (!slot->name)
+		return raw;
+	slot->start = start;
+	m->names_count++;
+	return slot->name;
+}
+
+static bool offset_to_vaddr(const struct sfu_module *bin, uint64_t off, uint64_t *vaddr)
+{
+	const struct sfu_segment *segs;
+	size_t n;
+
+	segs = sfu_module__segments(bin, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (off >= segs[i].offset && off - segs[i].offset < segs[i].memsz) {
+			*vaddr = off - segs[i].offset + segs[i].vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *out)
+{
+	Dwarf_Die cu;
+	Dwarf_Line *line;
+	int lineno;
+
+	if (!m->dwarf_tried) {
+		const char *path = sfu_module__path(m->dbg ? m->dbg : m->bin);
+
+		m->dwarf_tried = true;
+		m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (m->dwarf_fd >= 0)
+			m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
+	}
+	if (!m->dwarf || !dwarf_addrdie(m->dwarf, vaddr, &cu) ||
+	    !(line = dwarf_getsrc_die(&cu, vaddr)))
+		return;
+	out->file = dwarf_linesrc(line, NULL, NULL);
+	if (!dwarf_lineno(line, &lineno))
+		out->line = lineno;
+}
+
+bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
+			bool is_ra, struct sym_info *out)
+{
+	uint64_t vaddr, look, off;
+	const char *name = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->vaddr = file_offset;
+	if (!m || !m->bin || !offset_to_vaddr(m->bin, file_offset, &vaddr))
+		return false;
+	out->vaddr = vaddr;
+	/* a return address may follow a call to a noreturn function at the end of its caller */
+	look = is_ra && vaddr ? vaddr - 1 : vaddr;
+	if ((!m->dbg || sfu_module__symbolize(m->dbg, look, &name, &off)) &&
+	    sfu_module__symbolize(m->bin, look, &name, &off))
+		return false;
+	out->offset = off + (vaddr - look);
+	out->name = display_name(m, look - off, name);
+	if (!s->opts.no_lines)
+		source_line(m, look, out);
+	return true;
+}
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void load_kallsyms(struct symbolizer *s)
+{
+	FILE *f = fopen(s->opts.kallsyms ? s->opts.kallsyms : "/proc/kallsyms", "re");
+	char line[512];
+	size_t cap = 0;
+
+	s->ksyms_loaded = true;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char type, name[256];
+		unsigned long long addr;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (s->nksyms == cap) {
+			size_t ncap = cap ? cap * 2 : 65536;
+			struct ksym *k = realloc(s->ksyms, ncap * sizeof(*k));
+
+			if (!k)
+				break;
+			s->ksyms = k;
+			cap = ncap;
+		}
+		s->ksyms[s->nksyms].addr = addr;
+		s->ksyms[s->nksyms].name = strdup(name);
+		if (s->ksyms[s->nksyms].name)
+			s->nksyms++;
+	}
+	fclose(f);
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+}
+
+bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	size_t lo = 0, hi;
+
+	memset(out, 0, sizeof(*out));
+	out->vaddr = addr;
+	if (!s->ksyms_loaded)
+		load_kallsyms(s);
+	hi = s->nksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	out->name = s->ksyms[lo - 1].name;
+	out->offset = addr - s->ksyms[lo - 1].addr;
+	return true;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Names for addresses: ELF symbols found by build ID, demangled, with DWARF lines; kernel from kallsyms. */
+#ifndef SFPROF_SYMBOLIZE_H
+#define SFPROF_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer_opts {
+	const char *const *debug_dirs;	/* --debug-file-directory, tried after /usr/lib/debug */
+	size_t num_debug_dirs;
+	const char *kallsyms;		/* default /proc/kallsyms */
+	bool no_debuginfod;		/* even when DEBUGINFOD_URLS is set */
+	bool no_lines;			/* skip DWARF line lookups */
+};
+
+/* What an address resolves to. Strings live as long as the symbolizer. */
+struct sym_info {
+	const char *name;	/* demangled function, or NULL when unknown */
+	uint64_t offset;	/* from the function's start */
+	uint64_t vaddr;		/* the address in the ELF file (module-relative for markup) */
+	const char *file;	/* source file, or NULL */
+	unsigned line;
+};
+
+struct sym_module;
+struct symbolizer;
+
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
+void symbolizer__free(struct symbolizer *s);
+
+/**
+ * symbolizer__module() - the binary a profile's module record names: its
+ * recorded path if the build ID matches, else a debug file found by build ID
+ * (/usr/lib/debug/.build-id, --debug-file-directory, debuginfod). Never
+ * NULL: a module whose file is found nowhere still names its frames
+ * module+0xoffset.
+ */
+struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
+				      size_t build_id_len, const char *path);
+
+/** @return the short name shown for a module (its file name). */
+const char *sym_module__name(const struct sym_module *m);
+
+/** @return the recorded path of a module. */
+const char *sym_module__path(const struct sym_module *m);
+
+/** @return whether an ELF file (binary or debug file) was found for the module. */
+bool sym_module__found(const struct sym_module *m);
+
+/**
+ * symbolizer__lookup() - name a user address.
+ * @file_offset: the address's offset in the mapped file (addr - start + pgoff).
+ * @map_start, @map_offset: the mapping, to turn the offset into an ELF vaddr.
+ * @is_ra: a return address: looked up as addr - 1, the call instruction.
+ * @return true when a function name was found (out->name set).
+ */
+bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
+			bool is_ra, struct sym_info *out);
+
+/** symbolizer__kernel() - name a kernel address from kallsyms. @return true when named. */
+bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out);
+
+/** @return a demangled copy of @name (C++ and Rust), or NULL when it is not mangled; free() it. */
+char *symbolizer__demangle(const char *name);
+
+#endif
