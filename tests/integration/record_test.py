@@ -48,6 +48,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 
@@ -601,6 +602,21 @@ def case_errors(ctx):
            f'the earlier {os.path.basename(out)} was not restored (now {kept!r})')
     expect(not os.path.exists(out + '.old'), fails, f'{os.path.basename(out)}.old left behind')
     os.unlink(out)
+
+    # without privileges: the BPF load is refused, and the message says what is needed
+    outdir = tempfile.mkdtemp(prefix='sfprof-nobody-')
+    os.chmod(outdir, 0o777)
+    nobody_out = os.path.join(outdir, 'nobody.data')
+    cmd = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ctx.sfprof, 'record',
+           '-a', '-d', '1', '-o', nobody_out]
+    log('$ ' + quote(cmd))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       errors='replace')
+    expect(p.returncode == 1, fails, f'record as nobody: exit {p.returncode}, want 1')
+    expect('CAP_BPF and CAP_PERFMON' in p.stderr, fails,
+           f'record as nobody: no privilege message in {p.stderr!r}')
+    expect(not os.path.exists(nobody_out), fails, 'record as nobody: an output file was left')
+    shutil.rmtree(outdir, ignore_errors=True)
 
     usage = [([], 'say what to record'), (['-F', '0', '-a'], '-F'),
              (['-a', '-p', '1'], '-p goes without -a'), (['-p', 'abc'], 'not a process id'),
