@@ -118,7 +118,6 @@ static void *work(void *arg)
 	return NULL;
 }
 
-
 static void sleep_s(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };

@@ -13,6 +13,7 @@ const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_U
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
+const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -164,7 +165,13 @@ int sample(struct bpf_perf_event_data *ctx)
 	size = sizeof(*h) + kbytes + ulen;
 	if (size > SCRATCH_SIZE - STACK_CHUNK)
 		return 0;
-	if (bpf_ringbuf_output(&samples, s->buf, size, 0))
+	/*
+	 * No wake-up per sample: that is an interrupt and a context switch each.
+	 * The reader polls on a timer, and is woken only when the ring fills up.
+	 */
+	if (bpf_ringbuf_output(&samples, s->buf, size,
+			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count(COUNTER_LOST);
 	return 0;
 }

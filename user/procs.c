@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,6 +59,9 @@ struct proc {
 	bool emitted;		/* its process and mapping records are in the file */
 	bool counted;		/* in stats.processes (an exec emits a process again) */
 	bool exe_from_mmap;	/* exec'd: the next executable mapping names it */
+	bool maps_pending;	/* running at start: /proc/PID/maps is read at its first sample */
+	struct rec_mmap2 **pending;	/* mappings not opened yet: until its first sample */
+	size_t npending;
 	bool exited;		/* kept a while: samples of its last moments come after the exit */
 	uint64_t exit_time;
 };
@@ -147,10 +151,20 @@ static void map_del(struct u32map *m, uint32_t key)
 	}
 }
 
+static void drop_pending(struct proc *pr)
+{
+	for (size_t i = 0; i < pr->npending; i++)
+		free(pr->pending[i]);
+	free(pr->pending);
+	pr->pending = NULL;
+	pr->npending = 0;
+}
+
 static void proc_free(struct proc *pr)
 {
 	if (!pr)
 		return;
+	drop_pending(pr);
 	sfu_addrspace__free(pr->as);
 	free(pr->exe);
 	free(pr);
@@ -271,7 +285,6 @@ int procs__scan(struct procs *p, pid_t pid)
 	char path[64];
 	struct proc *pr = map_get(&p->procs, pid);
 	FILE *f;
-	int err;
 
 	if (pr)
 		return 0;
@@ -289,12 +302,13 @@ int procs__scan(struct procs *p, pid_t pid)
 	read_status(pr);
 	pr->pid_ns = ns_inode(pid, "pid");
 	pr->mnt_ns = ns_inode(pid, "mnt");
-	err = sfu_addrspace__load_pid(pr->as, pid, NULL);
-	if (err == -ESRCH || err == -ENOENT) {
+	if (!pr->comm[0] && kill(pid, 0) && errno == ESRCH) {
 		map_del(&p->procs, pid);
 		proc_free(pr);
 		return -ESRCH;
 	}
+	/* most processes are never sampled: their files are opened when one is */
+	pr->maps_pending = true;
 	return 0;
 }
 
@@ -346,24 +360,6 @@ static void emit_mapping(struct procs *p, uint32_t pid, const struct sfu_mapping
 	profile_writer__mapping(p->w, &rec);
 }
 
-static void emit_process(struct procs *p, struct proc *pr)
-{
-	struct profile_process rec = {
-		.pid = pr->pid, .ppid = pr->ppid, .comm = pr->comm, .exe = pr->exe,
-		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
-	};
-	const struct sfu_mapping *maps;
-	size_t n;
-
-	profile_writer__process(p->w, &rec);
-	maps = sfu_addrspace__mappings(pr->as, &n);
-	for (size_t i = 0; i < n; i++)
-		emit_mapping(p, pr->pid, &maps[i]);
-	pr->emitted = true;
-	if (!pr->counted)
-		p->stats.processes++;
-	pr->counted = true;
-}
 
 /* Open the file of a new mapping: through the process if it is alive, checked by build ID. */
 static struct sfu_module *open_mapped(struct procs *p, const struct rec_mmap2 *e,
@@ -394,21 +390,13 @@ static struct sfu_module *open_mapped(struct procs *p, const struct rec_mmap2 *e
 	return sfu_cache__open(p->cache, name, want, NULL);
 }
 
-static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
+/* Add a mapping to the address space: its file opened and checked now. */
+static void apply_mmap2(struct procs *p, struct proc *pr, const struct rec_mmap2 *e)
 {
 	const char *name = e->filename;
 	struct sfu_module *m = NULL;
-	struct proc *pr;
-	uint32_t prot = 0;
+	uint32_t prot;
 
-	if (size <= offsetof(struct rec_mmap2, filename) ||
-	    !memchr(name, '\0', size - offsetof(struct rec_mmap2, filename)))
-		return;
-	if (!(e->prot & PROT_EXEC))
-		return;
-	pr = map_get(&p->procs, e->pid);
-	if (!pr && !(pr = proc_new(p, e->pid)))
-		return;
 	if (name[0] == '/')
 		m = open_mapped(p, e, name);
 	prot = (e->prot & PROT_READ ? PROT_READ : 0) | PROT_EXEC |
@@ -421,6 +409,47 @@ static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
 			emit_mapping(p, pr->pid, mp);
 	}
 	sfu_module__put(m);
+}
+
+static void emit_process(struct procs *p, struct proc *pr)
+{
+	struct profile_process rec = {
+		.pid = pr->pid, .ppid = pr->ppid, .comm = pr->comm, .exe = pr->exe,
+		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
+	};
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	if (pr->maps_pending)
+		sfu_addrspace__load_pid(pr->as, pr->pid, NULL);
+	pr->maps_pending = false;
+	for (size_t i = 0; i < pr->npending; i++)
+		apply_mmap2(p, pr, pr->pending[i]);
+	drop_pending(pr);
+	profile_writer__process(p->w, &rec);
+	maps = sfu_addrspace__mappings(pr->as, &n);
+	for (size_t i = 0; i < n; i++)
+		emit_mapping(p, pr->pid, &maps[i]);
+	pr->emitted = true;
+	if (!pr->counted)
+		p->stats.processes++;
+	pr->counted = true;
+}
+
+static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
+{
+	const char *name = e->filename;
+	struct rec_mmap2 **q, *copy;
+	struct proc *pr;
+
+	if (size <= offsetof(struct rec_mmap2, filename) ||
+	    !memchr(name, '\0', size - offsetof(struct rec_mmap2, filename)))
+		return;
+	if (!(e->prot & PROT_EXEC))
+		return;
+	pr = map_get(&p->procs, e->pid);
+	if (!pr && !(pr = proc_new(p, e->pid)))
+		return;
 	if (pr->exe_from_mmap && name[0] == '/') {
 		free(pr->exe);
 		pr->exe = strdup(name);
@@ -428,6 +457,22 @@ static void on_mmap2(struct procs *p, const struct rec_mmap2 *e, size_t size)
 		/* sampled between exec and this mapping: write the process again, named right */
 		pr->emitted = false;
 	}
+	if (pr->emitted) {
+		apply_mmap2(p, pr, e);
+		return;
+	}
+	/* most processes are never sampled: open their files only when one is */
+	q = realloc(pr->pending, (pr->npending + 1) * sizeof(*q));
+	copy = malloc(size);
+	if (!q || !copy) {
+		free(copy);
+		if (q)
+			pr->pending = q;
+		return;
+	}
+	memcpy(copy, e, size);
+	pr->pending = q;
+	pr->pending[pr->npending++] = copy;
 }
 
 /* A new process with the pid of one that exited: the old one is gone for good. */
@@ -459,6 +504,8 @@ static void on_comm(struct procs *p, const struct rec_comm *e, size_t size, uint
 		map_del(&p->tids, e->tid);	/* its thread record again, with the new name */
 		sfu_addrspace__free(pr->as);
 		pr->as = sfu_addrspace__new(p->cache, NULL);
+		drop_pending(pr);
+		pr->maps_pending = false;
 		pr->emitted = false;
 		pr->exe_from_mmap = true;
 		/* until its first mapping says, the image the process runs now */
@@ -505,6 +552,11 @@ static void on_fork(struct procs *p, const struct rec_task *e)
 	child->mnt_ns = parent->mnt_ns;
 	child->ns_pid = child->pid;
 	read_status(child);	/* its pid in its namespace, while it lives */
+	if (parent->maps_pending || parent->npending) {
+		/* the parent's files were never opened: the child's own maps, when sampled */
+		child->maps_pending = true;
+		return;
+	}
 	maps = sfu_addrspace__mappings(parent->as, &n);
 	for (size_t i = 0; i < n; i++)
 		sfu_addrspace__add(child->as, maps[i].start, maps[i].end, maps[i].file_offset,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -49,6 +50,7 @@ struct sampler {
 	struct late_sample *late;
 	size_t late_len, late_cap;
 	uint64_t horizon;	/* samples after this are late */
+	int epfd;		/* the ring's and the task buffers' epoll fds */
 	int delivered;
 	int err;
 };
@@ -236,20 +238,17 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	uint64_t horizon;
-	int err;
+	struct epoll_event ev[2];
+	int n;
 
-	/* wake for either stream; ring_buffer__poll() reads nothing from the other */
-	err = ring_buffer__poll(s->ring, 0);
-	if (err == 0 && timeout_ms > 0) {
-		err = perf_buffer__poll(s->tasks, 0);
-		if (err == 0)
-			err = ring_buffer__poll(s->ring, timeout_ms);
-	}
-	if (err < 0 && err != -EINTR)
-		return err;
-	horizon = now_ns();
-	return round_trip(s, horizon);
+	/*
+	 * Wait without reading: both streams are read afterwards, task events
+	 * first, up to one horizon, so every sample meets the events before it.
+	 */
+	n = epoll_wait(s->epfd, ev, 2, timeout_ms);
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	return round_trip(s, now_ns());
 }
 
 static void detach(struct sampler *s)
@@ -360,7 +359,9 @@ static int open_task_events(struct sampler *s, char *err, size_t errlen)
 		.build_id = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
-		.wakeup_events = 1,
+		/* read on the reader's timer; wake it only when a buffer is half full */
+		.watermark = 1,
+		.wakeup_watermark = TASK_BUF_PAGES * 4096 / 2,
 	};
 
 	s->tasks = perf_buffer__new_raw(bpf_map__fd(s->skel->maps.task_events), TASK_BUF_PAGES,
@@ -374,6 +375,13 @@ static int open_task_events(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+static int add_epoll(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_cbs *cbs,
 			     void *ctx, char *err, size_t errlen)
 {
@@ -385,6 +393,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		errno = ENOMEM;
 		return NULL;
 	}
+	s->epfd = -1;
 	s->cbs = *cbs;
 	s->ctx = ctx;
 	s->freq_hz = opts->freq_hz;
@@ -446,6 +455,13 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	for (int i = 0; i < s->ncpus; i++)
 		s->event_fds[i] = -1;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0 || add_epoll(s->epfd, ring_buffer__epoll_fd(s->ring)) ||
+	    add_epoll(s->epfd, perf_buffer__epoll_fd(s->tasks))) {
+		e = errno;
+		msg(err, errlen, "epoll: %s", strerror(e));
+		goto fail;
+	}
 	return s;
 fail:
 	sampler__free(s);
@@ -458,6 +474,8 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	detach(s);
+	if (s->epfd >= 0)
+		close(s->epfd);
 	ring_buffer__free(s->ring);
 	perf_buffer__free(s->tasks);
 	sample_bpf__destroy(s->skel);
