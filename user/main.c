@@ -11,6 +11,9 @@ static const struct cmd {
 	const char *help;
 } cmds[] = {
 	{ "record", cmd_record, "sample stacks into a profile file" },
+	{ "report", cmd_report, "where the samples were: shares per command, module and symbol" },
+	{ "script", cmd_script, "every sample and its stack, in the text of perf script" },
+	{ "export", cmd_export, "the profile for other tools: markup, collapsed, pprof, svg" },
 	{ "dump", cmd_dump, "print every record of a profile file" },
 	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },
 	{ "cbf", cmd_cbf, "decode or encode a Compact Backtrace Format stack" },

@@ -254,7 +254,8 @@ enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT };
 static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_ra, uint32_t *idx)
 {
 	const struct session_image *im = &s->images[image];
-	const struct session_map *m = find_map(im, addr);
+	/* a return address belongs with its call, which may end the mapping before it */
+	const struct session_map *m = find_map(im, is_ra && addr ? addr - 1 : addr);
 	struct session_frame f = { .addr = addr, .is_ra = is_ra };
 	struct session_module *mod;
 	struct sym_info info;
@@ -278,7 +279,9 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 	f.module = m->module;
 	f.dso = mod->sym ? sym_module__name(mod->sym) : "[unknown]";
 	f.dso_path = mod->path;
-	if (symbolizer__lookup(s->sym, mod->sym, off, is_ra, &info)) {
+	if (symbolizer__lookup_mapped(s->sym, mod->sym, addr,
+				      &(struct sym_mapping){ m->start, m->file_offset, m->prot },
+				      is_ra, &info)) {
 		f.sym = info.name;
 		f.offset = info.offset;
 		f.file = info.file;
@@ -299,9 +302,10 @@ static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *
 
 	if (kmap_get(&s->frame_keys, KEY_KERNEL | (uint64_t)is_ra << 8, 0, addr, idx))
 		return 0;
-	if (symbolizer__kernel(s->sym, addr, &info)) {
+	/* a return address is named after its call: a noreturn call may end the function */
+	if (symbolizer__kernel(s->sym, is_ra && addr ? addr - 1 : addr, &info)) {
 		f.sym = info.name;
-		f.offset = info.offset;
+		f.offset = info.offset + (is_ra && addr ? 1 : 0);
 	} else {
 		f.offset = addr;
 	}
@@ -420,7 +424,11 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 
 static int set_thread(struct session *s, uint32_t tid, const char *comm)
 {
-	keep_str(s, comm);
+	size_t n = s->nstrings;
+
+	keep_str(s, comm ? comm : "");
+	if (s->nstrings == n)
+		return -ENOMEM;
 	return kmap_put(&s->by_tid, tid, 0, 0, s->nstrings - 1);
 }
 
@@ -435,7 +443,8 @@ static int apply(struct session *s, const struct profile_record *r)
 		s->images[idx].ppid = r->process.ppid;
 		s->images[idx].comm = keep_str(s, r->process.comm);
 		s->images[idx].exe = keep_str(s, r->process.exe);
-		return 0;
+		/* after exec the main thread has the new name, whatever it was called before */
+		return set_thread(s, r->process.pid, r->process.comm);
 	case PROFILE_REC_THREAD:
 		return set_thread(s, r->thread.tid, r->thread.comm);
 	case PROFILE_REC_COMM:

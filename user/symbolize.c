@@ -4,6 +4,7 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,8 +118,42 @@ static void build_id_path(char *out, size_t cap, const char *dir, const uint8_t 
 	snprintf(out + n, cap - n, ".debug");
 }
 
-/* A debug file for the build ID: debug directories, then debuginfod. */
-static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, size_t len)
+/* Whether the ELF file at @path has a .symtab: a binary that was not stripped. */
+static bool has_symtab(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		found = gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB;
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+static bool debuginfod_wanted(const struct symbolizer *s)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+
+	return !s->opts.no_debuginfod && urls && *urls;
+}
+
+/*
+ * A debug file for the build ID: debug directories, then debuginfod when
+ * @remote (the binary is missing or stripped: a server is not worth a round
+ * trip for a binary that names its functions itself).
+ */
+static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, size_t len,
+				     bool remote)
 {
 	char path[4096];
 	struct sfu_module *m;
@@ -135,7 +170,7 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 		if ((m = open_matching(path, id, len)))
 			return m;
 	}
-	if (s->opts.no_debuginfod || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+	if (!remote)
 		return NULL;
 	if (!s->dbgd_tried) {
 		s->dbgd_tried = true;
@@ -177,7 +212,8 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	/* the recorded path only if it still holds the same build (or none was recorded) */
 	if (path[0] == '/')
 		m->bin = open_matching(path, build_id, build_id_len);
-	m->dbg = find_debug(s, build_id, build_id_len);
+	m->dbg = find_debug(s, build_id, build_id_len, debuginfod_wanted(s) &&
+			    (!m->bin || !has_symtab(sfu_module__path(m->bin))));
 	if (!m->bin && m->dbg) {
 		m->bin = m->dbg;	/* a debug file keeps the program headers */
 		sfu_module__get(m->bin);
@@ -200,6 +236,11 @@ const char *sym_module__path(const struct sym_module *m)
 bool sym_module__found(const struct sym_module *m)
 {
 	return m->bin != NULL;
+}
+
+const struct sfu_module *sym_module__elf(const struct sym_module *m)
+{
+	return m->bin;
 }
 
 char *symbolizer__demangle(const char *name)
@@ -291,16 +332,71 @@ static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *o
 		out->line = lineno;
 }
 
+static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
+			 struct sym_info *out);
+
 bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
 			bool is_ra, struct sym_info *out)
 {
-	uint64_t vaddr, look, off;
-	const char *name = NULL;
+	uint64_t vaddr;
 
 	memset(out, 0, sizeof(*out));
 	out->vaddr = file_offset;
 	if (!m || !m->bin || !offset_to_vaddr(m->bin, file_offset, &vaddr))
 		return false;
+	return lookup_vaddr(s, m, vaddr, is_ra, out);
+}
+
+/*
+ * The ELF address of @addr in @map for a debug file standing in for its
+ * binary: its program headers have the addresses and flags of the segments
+ * but file offsets of 0. The loader maps each segment from the page holding
+ * its start, so the first segment with the mapping's permissions that takes
+ * in the address from that page on is the one.
+ */
+static bool mapped_to_vaddr(const struct sfu_module *dbg, uint64_t addr,
+			    const struct sym_mapping *map, uint64_t *vaddr)
+{
+	const uint64_t page = 4096;
+	const struct sfu_segment *segs;
+	size_t n;
+
+	segs = sfu_module__segments(dbg, &n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = (segs[i].vaddr & ~(page - 1)) + (addr - map->start);
+
+		if (!!(segs[i].flags & 1) != !!(map->prot & 4) ||	/* PF_X, PROT_EXEC */
+		    !!(segs[i].flags & 2) != !!(map->prot & 2))		/* PF_W, PROT_WRITE */
+			continue;
+		if (v >= segs[i].vaddr && v - segs[i].vaddr < segs[i].memsz) {
+			*vaddr = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
+			       const struct sym_mapping *map, bool is_ra, struct sym_info *out)
+{
+	uint64_t file_offset = addr - map->start + map->file_offset, vaddr;
+
+	if (!m || !m->bin || m->bin != m->dbg)
+		return symbolizer__lookup(s, m, file_offset, is_ra, out);
+	memset(out, 0, sizeof(*out));
+	out->vaddr = file_offset;
+	if (!mapped_to_vaddr(m->dbg, addr, map, &vaddr))
+		return false;
+	return lookup_vaddr(s, m, vaddr, is_ra, out);
+}
+
+/* Name ELF address @vaddr of @m. */
+static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
+			 struct sym_info *out)
+{
+	uint64_t look, off;
+	const char *name = NULL;
+
 	out->vaddr = vaddr;
 	/* a return address may follow a call to a noreturn function at the end of its caller */
 	look = is_ra && vaddr ? vaddr - 1 : vaddr;

@@ -24,6 +24,7 @@ struct sym_info {
 	unsigned line;
 };
 
+struct sfu_module;
 struct sym_module;
 struct symbolizer;
 
@@ -49,15 +50,37 @@ const char *sym_module__path(const struct sym_module *m);
 /** @return whether an ELF file (binary or debug file) was found for the module. */
 bool sym_module__found(const struct sym_module *m);
 
+/** @return the ELF file found for the module (its program headers place mappings), or NULL. */
+const struct sfu_module *sym_module__elf(const struct sym_module *m);
+
 /**
  * symbolizer__lookup() - name a user address.
  * @file_offset: the address's offset in the mapped file (addr - start + pgoff).
- * @map_start, @map_offset: the mapping, to turn the offset into an ELF vaddr.
  * @is_ra: a return address: looked up as addr - 1, the call instruction.
  * @return true when a function name was found (out->name set).
  */
 bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
 			bool is_ra, struct sym_info *out);
+
+/* The mapping an address was sampled in. */
+struct sym_mapping {
+	uint64_t start;
+	uint64_t file_offset;
+	uint8_t prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
+};
+
+/**
+ * symbolizer__lookup_mapped() - name a user address of a mapping.
+ *
+ * As symbolizer__lookup() with addr - start + file_offset, and also right for
+ * a module of which only a separate debug file was found: a debug file keeps
+ * the segments' addresses but not their file offsets, so the address is placed
+ * by the segment the mapping's protection and start correspond to.
+ *
+ * @return true when a function name was found (out->name set).
+ */
+bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
+			       const struct sym_mapping *map, bool is_ra, struct sym_info *out);
 
 /** symbolizer__kernel() - name a kernel address from kallsyms. @return true when named. */
 bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out);

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof export: a profile as symbolizer markup, collapsed stacks, pprof or an SVG flame graph. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "export.h"
+#include "session.h"
+
+static const char usage[] =
+	"usage: sfprof export [-i FILE] -f FORMAT [-o OUT] [--title TEXT] [--min-width PX]\n"
+	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
+	"\n"
+	"Write a profile (default sfprof.data) in another tool's format, to OUT or stdout.\n"
+	"\n"
+	"formats:\n"
+	"  markup     symbolizer markup for `llvm-symbolizer --filter-markup`: per process\n"
+	"             {{{reset}}}, a {{{module}}} per binary with a build ID, an {{{mmap}}}\n"
+	"             per mapping, then per sample a line `comm pid/tid [cpu] time:` and\n"
+	"             its user frames as {{{bt}}} (frame 0 :pc, callers :ra). Kernel frames\n"
+	"             are left out: the filter has no vmlinux to name them. A frame in\n"
+	"             code without a build ID is written as plain text, named by sfprof.\n"
+	"  collapsed  one line per distinct stack: the process name, then its frames\n"
+	"             outermost first (user, then kernel frames with the suffix _[k]),\n"
+	"             joined by ';', a space and the number of samples. For FlameGraph's\n"
+	"             flamegraph.pl and speedscope. Unnamed code is MODULE+0xOFFSET.\n"
+	"  pprof      gzipped profile.proto for `go tool pprof`: sample types\n"
+	"             samples/count and cpu/nanoseconds, mappings with build IDs,\n"
+	"             locations, functions, and pid, tid and thread labels.\n"
+	"  svg        an interactive flame graph, root at the bottom: hover for a\n"
+	"             frame's share, click to zoom, Ctrl-F to search. Self-contained.\n"
+	"\n"
+	"options:\n"
+	"  -i, --input FILE            the profile (default sfprof.data)\n"
+	"  -f, --format FORMAT         markup, collapsed, pprof or svg\n"
+	"  -o, --output OUT            write to OUT instead of stdout\n"
+	"      --title TEXT            the flame graph's title (svg)\n"
+	"      --min-width PX          leave out frames narrower than PX pixels (svg,\n"
+	"                              default 0.1, as flamegraph.pl)\n"
+	"      --debug-file-directory DIR\n"
+	"                              look for DIR/.build-id/xx/rest.debug too\n"
+	"      --no-debuginfod         do not ask debuginfod even if DEBUGINFOD_URLS is set\n"
+	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
+
+enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD, OPT_KALLSYMS };
+
+static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
+
+/*
+ * Where to write: a regular file (or a new one) through a temporary file in
+ * its directory, renamed over it once complete, so a failed export leaves
+ * what was there; anything else (a pipe, a device) directly.
+ */
+static FILE *open_output(const char *output, char **tmp)
+{
+	struct stat st;
+	FILE *out;
+	int fd;
+
+	*tmp = NULL;
+	if (!stat(output, &st) && !S_ISREG(st.st_mode))
+		return fopen(output, "w");
+	if (asprintf(tmp, "%s.tmp.%d", output, (int)getpid()) < 0) {
+		*tmp = NULL;
+		errno = ENOMEM;
+		return NULL;
+	}
+	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0 || !(out = fdopen(fd, "w"))) {
+		int e = errno;
+
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+		return NULL;
+	}
+	return out;
+}
+
+static int run(const struct session *s, const char *format, FILE *out,
+	       const struct svg_opts *svg)
+{
+	if (!strcmp(format, "markup"))
+		return export_markup(s, out);
+	if (!strcmp(format, "collapsed"))
+		return export_collapsed(s, out);
+	if (!strcmp(format, "pprof"))
+		return export_pprof(s, out);
+	return export_svg(s, out, svg);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
+		{ "debug-file-directory", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = "sfprof.data", *format = NULL, *output = NULL;
+	struct svg_opts svg = { .min_width = 0.1 };
+	struct session_opts sopts = { 0 };
+	const char **dirs = NULL;
+	struct profile_diag diag;
+	struct session *s = NULL;
+	char deftitle[512], *tmp = NULL;
+	FILE *out = stdout;
+	int c, err, ret = 1;
+	bool known = false;
+
+	while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			path = optarg;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case 'o':
+			output = strcmp(optarg, "-") ? optarg : NULL;
+			break;
+		case OPT_TITLE:
+			svg.title = optarg;
+			break;
+		case OPT_MIN_WIDTH: {
+			char *end;
+
+			svg.min_width = strtod(optarg, &end);
+			if (*end || end == optarg || !(svg.min_width >= 0 && svg.min_width <= 1e6)) {
+				fprintf(stderr, "sfprof export: --min-width: '%s' is not a number of "
+					"pixels\n", optarg);
+				ret = 2;
+				goto out;
+			}
+			break;
+		}
+		case OPT_DEBUG_DIR: {
+			const char **d = realloc(dirs, (sopts.sym.num_debug_dirs + 1) * sizeof(*d));
+
+			if (!d) {
+				fprintf(stderr, "sfprof export: out of memory\n");
+				goto out;
+			}
+			dirs = d;
+			dirs[sopts.sym.num_debug_dirs++] = optarg;
+			sopts.sym.debug_dirs = dirs;
+			break;
+		}
+		case OPT_NO_DEBUGINFOD:
+			sopts.sym.no_debuginfod = true;
+			break;
+		case OPT_KALLSYMS:
+			sopts.sym.kallsyms = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			ret = 0;
+			goto out;
+		default:
+			fputs(usage, stderr);
+			ret = 2;
+			goto out;
+		}
+	}
+	for (size_t i = 0; format && i < sizeof(formats) / sizeof(formats[0]); i++)
+		known |= !strcmp(format, formats[i]);
+	if (optind != argc || !format || !known) {
+		if (optind != argc)
+			fprintf(stderr, "sfprof export: unexpected argument '%s'\n", argv[optind]);
+		else if (!format)
+			fprintf(stderr, "sfprof export: say which format with -f FORMAT\n");
+		else
+			fprintf(stderr, "sfprof export: unknown format '%s' (markup, collapsed, "
+				"pprof or svg)\n", format);
+		fputs(usage, stderr);
+		ret = 2;
+		goto out;
+	}
+	if (!output && !strcmp(format, "pprof") && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "sfprof export: pprof output is gzipped binary: use -o FILE\n");
+		ret = 2;
+		goto out;
+	}
+	s = session__open(path, &sopts, &diag);
+	if (!s) {
+		fprintf(stderr, "sfprof: %s\n", diag.reason);
+		goto out;
+	}
+	profile_print_notices(path, session__status(s));
+	if (!svg.title) {
+		const char *cmdline = session__meta(s)->cmdline;
+
+		snprintf(deftitle, sizeof(deftitle), "sfprof: %s", cmdline && *cmdline ? cmdline : path);
+		svg.title = deftitle;
+	}
+	if (output && !(out = open_output(output, &tmp))) {
+		fprintf(stderr, "sfprof export: %s: %s\n", output, strerror(errno));
+		goto out;
+	}
+	err = run(s, format, out, &svg);
+	if (fflush(out) && !err)
+		err = -errno;
+	if (output && fclose(out) && !err)
+		err = -errno;
+	if (tmp && !err && rename(tmp, output))
+		err = -errno;
+	if (tmp && err)
+		unlink(tmp);
+	if (err) {
+		fprintf(stderr, "sfprof export: %s: %s\n", output ? output : "stdout",
+			strerror(-err));
+		goto out;
+	}
+	ret = 0;
+out:
+	session__free(s);
+	free(dirs);
+	free(tmp);
+	return ret;
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof script: each sample and its stack in the text of perf script, for FlameGraph. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "session.h"
+
+static const char usage[] =
+	"usage: sfprof script [-i FILE] [--debug-file-directory DIR]... [--no-debuginfod]\n"
+	"                     [--kallsyms FILE]\n"
+	"\n"
+	"Print each sample of a profile (default sfprof.data) as `perf script` prints a\n"
+	"cpu-clock recording with call graphs, so that FlameGraph's stackcollapse-perf.pl\n"
+	"and speedscope read it as they read perf's:\n"
+	"\n"
+	"  COMM  PID/TID  [CPU] SECS.USECS:  WEIGHT cpu-clock: \n"
+	"  \\t    ADDRESS SYMBOL+0xOFFSET (MODULE)      one line per frame, innermost first\n"
+	"  (a blank line)\n"
+	"\n"
+	"User addresses are module-relative (the ELF address), kernel ones absolute. An\n"
+	"address no symbol covers is named module+0xoffset (with +0x0 after it, so that\n"
+	"tools which strip the offset keep the address). Where the depth limit left frames\n"
+	"out, a line says how many: [N frames omitted].\n"
+	"\n"
+	"  -i, --input FILE            the profile\n"
+	"      --debug-file-directory DIR\n"
+	"                              look for DIR/.build-id/xx/rest.debug files too\n"
+	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
+	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
+
+/* The text of frame @f's line, made once per distinct frame. */
+static char *frame_line(const struct session_frame *f)
+{
+	char name[256], *line;
+	int n;
+
+	if (f->omitted)
+		n = asprintf(&line, "\t%16x [%" PRIu64 " frames omitted] ([omitted])\n", 0,
+			     f->omitted);
+	else
+		n = asprintf(&line, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n",
+			     f->kernel || !f->module ? f->addr : f->rel,
+			     session_frame_name(f, name, sizeof(name)), f->sym ? f->offset : 0,
+			     f->kernel ? "[kernel.kallsyms]" : f->dso_path ? f->dso_path
+						 : f->dso ? f->dso : "[unknown]");
+	return n < 0 ? NULL : line;
+}
+
+static int print_samples(struct session *s)
+{
+	size_t nframes = session__nframes(s), nsamples = session__nsamples(s);
+	char **lines = calloc(nframes ? nframes : 1, sizeof(*lines));
+	int err = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < nsamples && !err; i++) {
+		const struct session_sample *smp = session__sample(s, i);
+		const struct session_stack *st = session__stack(s, smp->stack);
+		uint64_t usecs = smp->time_ns / 1000;
+		char time[32];
+
+		snprintf(time, sizeof(time), "%" PRIu64 ".%06" PRIu64, usecs / 1000000,
+			 usecs % 1000000);
+		printf("%s %5u/%-5u [%03u] %12s: %10u cpu-clock: \n", smp->comm ? smp->comm : ":-1",
+		       smp->pid, smp->tid, smp->cpu, time, smp->weight);
+		for (uint32_t j = 0; j < st->count; j++) {
+			uint32_t fi = st->frames[j];
+
+			if (!lines[fi] && !(lines[fi] = frame_line(session__frame(s, fi)))) {
+				err = -ENOMEM;
+				break;
+			}
+			fputs(lines[fi], stdout);
+		}
+		putchar('\n');
+	}
+	for (size_t i = 0; i < nframes; i++)
+		free(lines[i]);
+	free(lines);
+	return err;
+}
+
+int cmd_script(int argc, char **argv)
+{
+	enum { OPT_DEBUG_DIR = 256, OPT_NO_DEBUGINFOD, OPT_KALLSYMS };
+	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "debug-file-directory", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct session_opts sopts = { 0 };
+	const char *path = "sfprof.data";
+	static char obuf[1 << 16];
+	struct profile_diag diag;
+	struct session *s;
+	const char **dirs;
+	int c, err, ret = 1;
+
+	dirs = calloc(argc, sizeof(*dirs));
+	if (!dirs) {
+		fprintf(stderr, "sfprof script: out of memory\n");
+		return 1;
+	}
+	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			path = optarg;
+			break;
+		case OPT_DEBUG_DIR:
+			dirs[sopts.sym.num_debug_dirs++] = optarg;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			sopts.sym.no_debuginfod = true;
+			break;
+		case OPT_KALLSYMS:
+			sopts.sym.kallsyms = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			free(dirs);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			free(dirs);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		free(dirs);
+		return 2;
+	}
+	sopts.sym.debug_dirs = dirs;
+	sopts.sym.no_lines = true;
+	s = session__open(path, &sopts, &diag);
+	if (!s) {
+		fprintf(stderr, "sfprof script: %s\n", diag.reason);
+		free(dirs);
+		return 1;
+	}
+	profile_print_notices(path, session__status(s));
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	if ((err = print_samples(s)))
+		fprintf(stderr, "sfprof script: %s: %s\n", path, strerror(-err));
+	else if (fflush(stdout) || ferror(stdout))
+		fprintf(stderr, "sfprof script: writing: %s\n", strerror(errno));
+	else
+		ret = 0;
+	session__free(s);
+	free(dirs);
+	return ret;
+}

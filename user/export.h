@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof export: the four output formats and what they share: folded stacks, addresses, strings. */
+#ifndef SFPROF_EXPORT_H
+#define SFPROF_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "session.h"
+
+/* --- the formats; each returns 0 or a negative errno (-ENOMEM, -EIO when writing failed) --- */
+
+/** export_markup() - symbolizer markup, one {{{reset}}} stream per process image. */
+int export_markup(const struct session *s, FILE *out);
+
+/** export_collapsed() - folded stacks: `comm;outer;...;leaf COUNT` per distinct stack. */
+int export_collapsed(const struct session *s, FILE *out);
+
+/** export_pprof() - a gzip-compressed profile.proto. */
+int export_pprof(const struct session *s, FILE *out);
+
+struct svg_opts {
+	const char *title;
+	double min_width;	/* frames narrower than this many pixels are left out */
+};
+
+/** export_svg() - a self-contained interactive flame graph, root at the bottom. */
+int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts);
+
+/* --- interned strings: pprof's string table, the names of folded stacks --- */
+
+struct strtab {
+	char **strs;		/* by id, in the order first seen */
+	size_t count, cap;
+	uint32_t *slots;	/* open addressing: id + 1, 0 empty */
+	size_t nslots;
+};
+
+/** strtab__intern() - the id of @str (length @len), added if new. @return the id, or -ENOMEM. */
+int64_t strtab__intern(struct strtab *t, const char *str, size_t len);
+
+/** strtab__release() - free what the table holds; the table is empty afterwards. */
+void strtab__release(struct strtab *t);
+
+/* --- folded stacks, shared by collapsed and svg --- */
+
+enum fold_kind {
+	FOLD_PROCESS,	/* the root: the process name */
+	FOLD_USER,	/* a user function, or module+0xoffset */
+	FOLD_KERNEL,	/* a kernel function, named with the suffix _[k] */
+	FOLD_OTHER,	/* frames left out by the recorder, addresses outside every mapping */
+};
+
+struct folded_stack {
+	uint32_t *names;	/* ids in folded.names, root first */
+	uint32_t depth;
+	uint64_t count;		/* sample weight */
+};
+
+struct folded {
+	struct folded_stack *stacks;	/* distinct, sorted by name, level by level */
+	size_t nstacks;
+	struct strtab names;		/* ';' in a name is replaced by ':' */
+	uint8_t *kinds;			/* enum fold_kind, by name id */
+	uint64_t total;			/* the sum of the counts: every sample's weight */
+};
+
+/**
+ * folded__build() - every sample as process name, user frames outermost
+ * first, then kernel frames, innermost last; equal stacks merged.
+ * @return 0 or -ENOMEM (@f then holds nothing).
+ */
+int folded__build(struct folded *f, const struct session *s);
+
+/** folded__release() - free what folded__build() made. */
+void folded__release(struct folded *f);
+
+/* --- where an image's mappings put its modules --- */
+
+struct image_layout {
+	const struct session *s;
+	const struct session_image *im;
+	uint64_t *vaddr;	/* per mapping: the module-relative address (ELF vaddr) of its start */
+	bool *known;		/* per mapping: vaddr is known (the module's ELF file was read) */
+};
+
+/**
+ * image_layout__init() - place the mappings of image @image: each mapping's
+ * start as an address in its module's ELF file, from the PT_LOAD segment it
+ * maps. Modules whose file was not found are taken to map file offsets at
+ * the same virtual addresses. @return 0 or -ENOMEM.
+ */
+int image_layout__init(struct image_layout *l, const struct session *s, uint32_t image);
+
+/** image_layout__release() - free what image_layout__init() made; a second call is harmless. */
+void image_layout__release(struct image_layout *l);
+
+/**
+ * image_layout__frame_addr() - a user frame's address in this image.
+ *
+ * Frames are shared by the images that map the same module, so a frame's
+ * own address is the one of the first image that sampled it: this finds the
+ * address in @l's image from the frame's module-relative address.
+ * @map: receives the index of the mapping holding it, or SIZE_MAX.
+ * @return true when the frame is placed in a mapping of the image.
+ */
+bool image_layout__frame_addr(const struct image_layout *l, const struct session_frame *f,
+			      uint64_t *addr, size_t *map);
+
+#endif

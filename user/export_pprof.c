@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* pprof: profile.proto encoded by hand (github.com/google/pprof/proto/profile.proto), gzipped. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "export.h"
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE, PROFILE_MAPPING, PROFILE_LOCATION,
+	PROFILE_FUNCTION, PROFILE_STRING_TABLE, PROFILE_TIME_NANOS = 9, PROFILE_DURATION_NANOS,
+	PROFILE_PERIOD_TYPE, PROFILE_PERIOD, PROFILE_COMMENT,
+	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE, SAMPLE_LABEL,
+	LABEL_KEY = 1, LABEL_STR, LABEL_NUM,
+	MAPPING_ID = 1, MAPPING_MEMORY_START, MAPPING_MEMORY_LIMIT, MAPPING_FILE_OFFSET,
+	MAPPING_FILENAME, MAPPING_BUILD_ID, MAPPING_HAS_FUNCTIONS,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID, LOCATION_ADDRESS, LOCATION_LINE,
+	LINE_FUNCTION_ID = 1, LINE_LINE,
+	FUNCTION_ID = 1, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME,
+};
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* A growing protobuf buffer; an allocation failure is remembered and reported at the end. */
+struct pb {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void pb_raw(struct pb *b, const void *data, size_t n)
+{
+	if (b->oom || !n)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		uint8_t *p;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t buf[10];
+	size_t n = 0;
+
+	do {
+		buf[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	pb_raw(b, buf, n);
+}
+
+/* A scalar field; zero is proto3's default and is left out. */
+static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_varint(b, field << 3 | WIRE_VARINT);
+	pb_varint(b, v);
+}
+
+static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t n)
+{
+	pb_varint(b, field << 3 | WIRE_LEN);
+	pb_varint(b, n);
+	pb_raw(b, data, n);
+}
+
+/* Append @sub as a message field and empty it for the next one. */
+static void pb_msg(struct pb *b, unsigned field, struct pb *sub)
+{
+	pb_bytes(b, field, sub->p, sub->len);
+	b->oom |= sub->oom;
+	sub->len = 0;
+	sub->oom = false;
+}
+
+static void pb_release(struct pb *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Open addressing from a u64 key to a non-zero u32 id. */
+struct idmap {
+	struct { uint64_t key; uint32_t id; } *ents;
+	size_t cap, count;
+};
+
+static size_t idmap_slot(const struct idmap *m, uint64_t key)
+{
+	size_t j = (key * 0x9e3779b97f4a7c15ull) >> 17 & (m->cap - 1);
+
+	while (m->ents[j].id && m->ents[j].key != key)
+		j = (j + 1) & (m->cap - 1);
+	return j;
+}
+
+static uint32_t idmap_get(const struct idmap *m, uint64_t key)
+{
+	return m->cap ? m->ents[idmap_slot(m, key)].id : 0;
+}
+
+static int idmap_put(struct idmap *m, uint64_t key, uint32_t id)
+{
+	if ((m->count + 1) * 2 > m->cap) {
+		struct idmap big = { calloc(m->cap ? m->cap * 2 : 1024, sizeof(*m->ents)),
+				     m->cap ? m->cap * 2 : 1024, m->count };
+
+		if (!big.ents)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->ents[i].id)
+				big.ents[idmap_slot(&big, m->ents[i].key)] = m->ents[i];
+		free(m->ents);
+		*m = big;
+	}
+	m->ents[idmap_slot(m, key)].key = key;
+	m->ents[idmap_slot(m, key)].id = id;
+	m->count++;
+	return 0;
+}
+
+struct pprof {
+	const struct session *s;
+	struct strtab strs;
+	struct pb samples, mappings, locations, functions, msg, line;
+	struct idmap location_ids;	/* image << 32 | frame */
+	struct idmap mapping_ids;	/* image << 32 | mapping index */
+	struct idmap function_ids;	/* name string << 32 | file string */
+	struct image_layout *layouts;	/* by image, made on first use */
+	uint32_t nlocations, nmappings, nfunctions;
+	uint32_t kernel_mapping;	/* its id; written last, once its range is known */
+	uint64_t kernel_lo, kernel_hi;
+	bool oom;
+};
+
+static uint64_t str(struct pprof *p, const char *s)
+{
+	int64_t id = strtab__intern(&p->strs, s ? s : "", s ? strlen(s) : 0);
+
+	if (id < 0) {
+		p->oom = true;
+		return 0;
+	}
+	return id;
+}
+
+static void value_type(struct pprof *p, struct pb *out, unsigned field, const char *type,
+		       const char *unit)
+{
+	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, type));
+	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, unit));
+	pb_msg(out, field, &p->msg);
+}
+
+static uint32_t mapping_id(struct pprof *p, uint32_t image, size_t map)
+{
+	uint64_t key = (uint64_t)image << 32 | map;
+	const struct session_image *im = session__image(p->s, image);
+	const struct session_map *m = &im->maps[map];
+	const char *file = "[anon]";
+	char build_id[2 * sizeof(((struct session_module *)0)->build_id) + 1] = "";
+	uint32_t id = idmap_get(&p->mapping_ids, key);
+
+	if (id)
+		return id;
+	if (m->module) {
+		const struct session_module *mod = session__module(p->s, m->module - 1);
+
+		file = mod->path ? mod->path : "";
+		for (size_t i = 0; i < mod->build_id_len; i++)
+			snprintf(build_id + 2 * i, 3, "%02x", mod->build_id[i]);
+	}
+	id = ++p->nmappings;
+	pb_uint(&p->msg, MAPPING_ID, id);
+	pb_uint(&p->msg, MAPPING_MEMORY_START, m->start);
+	pb_uint(&p->msg, MAPPING_MEMORY_LIMIT, m->end);
+	pb_uint(&p->msg, MAPPING_FILE_OFFSET, m->file_offset);
+	pb_uint(&p->msg, MAPPING_FILENAME, str(p, file));
+	pb_uint(&p->msg, MAPPING_BUILD_ID, str(p, build_id));
+	/* every location carries its function: nothing for pprof to symbolize */
+	pb_uint(&p->msg, MAPPING_HAS_FUNCTIONS, 1);
+	pb_msg(&p->mappings, PROFILE_MAPPING, &p->msg);
+	if (idmap_put(&p->mapping_ids, key, id))
+		p->oom = true;
+	return id;
+}
+
+static uint32_t function_id(struct pprof *p, const char *name, const char *file)
+{
+	uint64_t n = str(p, name), f = str(p, file);
+	uint64_t key = n << 32 | f;
+	uint32_t id = idmap_get(&p->function_ids, key);
+
+	if (id)
+		return id;
+	id = ++p->nfunctions;
+	pb_uint(&p->msg, FUNCTION_ID, id);
+	pb_uint(&p->msg, FUNCTION_NAME, n);
+	/* the session keeps only the demangled name */
+	pb_uint(&p->msg, FUNCTION_SYSTEM_NAME, n);
+	pb_uint(&p->msg, FUNCTION_FILENAME, f);
+	pb_msg(&p->functions, PROFILE_FUNCTION, &p->msg);
+	if (idmap_put(&p->function_ids, key, id))
+		p->oom = true;
+	return id;
+}
+
+static struct image_layout *layout(struct pprof *p, uint32_t image)
+{
+	struct image_layout *l = &p->layouts[image];
+
+	if (!l->vaddr && image_layout__init(l, p->s, image)) {
+		p->oom = true;
+		return NULL;
+	}
+	return l;
+}
+
+static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
+{
+	const struct session_frame *f = session__frame(p->s, frame);
+	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
+	uint32_t id = idmap_get(&p->location_ids, key), map_id = 0, fn;
+	struct image_layout *l;
+	uint64_t addr = f->addr;
+	char buf[128];
+	size_t map;
+
+	if (id)
+		return id;
+	if (f->kernel) {
+		if (!p->kernel_mapping)
+			p->kernel_mapping = ++p->nmappings;
+		if (!p->kernel_lo || addr < p->kernel_lo)
+			p->kernel_lo = addr;
+		if (addr >= p->kernel_hi)
+			p->kernel_hi = addr + 1;
+		map_id = p->kernel_mapping;
+	} else if ((l = layout(p, image))) {
+		image_layout__frame_addr(l, f, &addr, &map);
+		if (map != SIZE_MAX)
+			map_id = mapping_id(p, image, map);
+	}
+	fn = function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file);
+	id = ++p->nlocations;
+	pb_uint(&p->msg, LOCATION_ID, id);
+	pb_uint(&p->msg, LOCATION_MAPPING_ID, map_id);
+	pb_uint(&p->msg, LOCATION_ADDRESS, addr);
+	pb_uint(&p->line, LINE_FUNCTION_ID, fn);
+	pb_uint(&p->line, LINE_LINE, f->line);
+	pb_msg(&p->msg, LOCATION_LINE, &p->line);
+	pb_msg(&p->locations, PROFILE_LOCATION, &p->msg);
+	if (idmap_put(&p->location_ids, key, id))
+		p->oom = true;
+	return id;
+}
+
+static void label(struct pprof *p, struct pb *sample, const char *key, const char *s, uint64_t num)
+{
+	pb_uint(&p->line, LABEL_KEY, str(p, key));
+	if (s)
+		pb_uint(&p->line, LABEL_STR, str(p, s));
+	else
+		pb_uint(&p->line, LABEL_NUM, num);
+	pb_msg(sample, SAMPLE_LABEL, &p->line);
+}
+
+/* Samples of one stack, process, thread and thread name become one Sample. */
+static int cmp_samples(const void *a, const void *b, void *arg)
+{
+	const struct session_sample *x = session__sample(arg, *(const size_t *)a);
+	const struct session_sample *y = session__sample(arg, *(const size_t *)b);
+
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->comm != y->comm)
+		return (uintptr_t)x->comm < (uintptr_t)y->comm ? -1 : 1;
+	return 0;
+}
+
+static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_t weight,
+		       uint64_t period, struct pb *ids, struct pb *sample)
+{
+	const struct session_stack *st = session__stack(p->s, sm->stack);
+
+	/* leaf first, as the session keeps them: kernel frames, then user frames */
+	for (uint32_t i = 0; i < st->count; i++)
+		if (!session__frame(p->s, st->frames[i])->omitted)
+			pb_varint(ids, location_id(p, sm->image, st->frames[i]));
+	if (ids->len)
+		pb_bytes(sample, SAMPLE_LOCATION_ID, ids->p, ids->len);
+	ids->len = 0;
+	pb_varint(ids, weight);
+	pb_varint(ids, weight * period);
+	pb_bytes(sample, SAMPLE_VALUE, ids->p, ids->len);
+	ids->len = 0;
+	label(p, sample, "pid", NULL, sm->pid);
+	label(p, sample, "tid", NULL, sm->tid);
+	label(p, sample, "thread", sm->comm ? sm->comm : "", 0);
+	pb_msg(&p->samples, PROFILE_SAMPLE, sample);
+}
+
+static void main_mapping(struct pprof *p, uint32_t image)
+{
+	const struct session_image *im = session__image(p->s, image);
+
+	for (size_t j = 0; j < im->nmaps; j++) {
+		const struct session_module *mod;
+
+		if (!im->maps[j].module)
+			continue;
+		mod = session__module(p->s, im->maps[j].module - 1);
+		if (mod->path && im->exe && !strcmp(mod->path, im->exe)) {
+			mapping_id(p, image, j);
+			return;
+		}
+	}
+}
+
+static int gzip_write(FILE *out, const struct pb *b)
+{
+	uint8_t buf[65536];
+	z_stream z;
+	int ret;
+
+	memset(&z, 0, sizeof(z));
+	/* 16 + window bits: a gzip header and trailer */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY))
+		return -ENOMEM;
+	z.next_in = b->p;
+	z.avail_in = b->len;
+	do {
+		z.next_out = buf;
+		z.avail_out = sizeof(buf);
+		ret = deflate(&z, Z_FINISH);
+		if (fwrite(buf, 1, sizeof(buf) - z.avail_out, out) != sizeof(buf) - z.avail_out) {
+			deflateEnd(&z);
+			return -EIO;
+		}
+	} while (ret == Z_OK);
+	deflateEnd(&z);
+	return ret == Z_STREAM_END ? 0 : -EIO;
+}
+
+static void put_profile(struct pprof *p, struct pb *prof)
+{
+	const struct profile_meta *meta = session__meta(p->s);
+	const struct session_totals *tot = session__totals(p->s);
+	uint64_t period = meta->freq_hz ? 1000000000u / meta->freq_hz : 1;
+	size_t n = session__nsamples(p->s);
+	size_t *order = calloc(n + 1, sizeof(*order));
+	struct pb ids = { 0 }, sample = { 0 };
+
+	if (!order) {
+		p->oom = true;
+		return;
+	}
+	str(p, "");	/* string_table[0] */
+	value_type(p, prof, PROFILE_SAMPLE_TYPE, "samples", "count");
+	value_type(p, prof, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	/* mapping[0] is the main binary, by pprof's convention: the first sampled process's */
+	for (size_t i = 0; i < n && !p->nmappings; i++)
+		if (!i || session__sample(p->s, i)->image != session__sample(p->s, i - 1)->image)
+			main_mapping(p, session__sample(p->s, i)->image);
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), cmp_samples, (void *)p->s);
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t weight = 0;
+
+		for (j = i; j < n && !cmp_samples(&order[i], &order[j], (void *)p->s); j++)
+			weight += session__sample(p->s, order[j])->weight;
+		put_sample(p, session__sample(p->s, order[i]), weight, period, &ids, &sample);
+	}
+	if (p->kernel_mapping) {
+		pb_uint(&p->msg, MAPPING_ID, p->kernel_mapping);
+		pb_uint(&p->msg, MAPPING_MEMORY_START, p->kernel_lo);
+		pb_uint(&p->msg, MAPPING_MEMORY_LIMIT, p->kernel_hi);
+		pb_uint(&p->msg, MAPPING_FILENAME, str(p, "[kernel.kallsyms]"));
+		pb_uint(&p->msg, MAPPING_HAS_FUNCTIONS, 1);
+		pb_msg(&p->mappings, PROFILE_MAPPING, &p->msg);
+	}
+	pb_raw(prof, p->samples.p, p->samples.len);
+	pb_raw(prof, p->mappings.p, p->mappings.len);
+	pb_raw(prof, p->locations.p, p->locations.len);
+	pb_raw(prof, p->functions.p, p->functions.len);
+	if (meta->cmdline)
+		str(p, meta->cmdline);
+	for (size_t i = 0; i < p->strs.count; i++)
+		pb_bytes(prof, PROFILE_STRING_TABLE, p->strs.strs[i], strlen(p->strs.strs[i]));
+	pb_uint(prof, PROFILE_TIME_NANOS,
+		tot->samples ? tot->first_ns + meta->clock_offset_ns : meta->created_ns);
+	pb_uint(prof, PROFILE_DURATION_NANOS, tot->last_ns - tot->first_ns);
+	/* the string table is complete: these two name strings it already holds */
+	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, "cpu"));
+	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, "nanoseconds"));
+	pb_msg(prof, PROFILE_PERIOD_TYPE, &p->msg);
+	pb_uint(prof, PROFILE_PERIOD, period);
+	if (meta->cmdline)
+		pb_uint(prof, PROFILE_COMMENT, str(p, meta->cmdline));
+	p->oom |= ids.oom || sample.oom || p->samples.oom || p->mappings.oom ||
+		  p->locations.oom || p->functions.oom || p->msg.oom || p->line.oom;
+	pb_release(&ids);
+	pb_release(&sample);
+	free(order);
+}
+
+int export_pprof(const struct session *s, FILE *out)
+{
+	struct pprof p = { .s = s };
+	struct pb prof = { 0 };
+	int err = -ENOMEM;
+
+	p.layouts = calloc(session__nimages(s) + 1, sizeof(*p.layouts));
+	if (p.layouts) {
+		put_profile(&p, &prof);
+		if (!p.oom && !prof.oom)
+			err = gzip_write(out, &prof);
+	}
+	for (size_t i = 0; p.layouts && i < session__nimages(s); i++)
+		image_layout__release(&p.layouts[i]);
+	free(p.layouts);
+	free(p.location_ids.ents);
+	free(p.mapping_ids.ents);
+	free(p.function_ids.ents);
+	strtab__release(&p.strs);
+	pb_release(&p.samples);
+	pb_release(&p.mappings);
+	pb_release(&p.locations);
+	pb_release(&p.functions);
+	pb_release(&p.msg);
+	pb_release(&p.line);
+	pb_release(&prof);
+	return err;
+}
