@@ -5,6 +5,7 @@
 
 #include "sfunwind/diag.h"
 #include "sfunwind/sframe.h"
+#include "sfunwind/ehframe.h"
 #include "sfunwind/module.h"
 #include "sfunwind/addrspace.h"
 #include "sfunwind/unwind.h"

@@ -22,6 +22,7 @@ struct sfu_cache {
 	size_t file_count, file_cap;
 	struct sfu_module **by_build_id;	/* modules that have one, sorted by it */
 	size_t build_id_count, build_id_cap;
+	char *dir;			/* disk cache for tables derived from .eh_frame */
 };
 
 /* Room for one more element in a growing array. */
@@ -116,7 +117,19 @@ void sfu_cache__free(struct sfu_cache *cache)
 	free(cache->modules);
 	free(cache->files);
 	free(cache->by_build_id);
+	free(cache->dir);
 	free(cache);
+}
+
+int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir)
+{
+	char *copy = NULL;
+
+	if (dir && !(copy = strdup(dir)))
+		return -ENOMEM;
+	free(cache->dir);
+	cache->dir = copy;
+	return 0;
 }
 
 static void format_build_id(char *buf, size_t size, const struct sfu_build_id *id)
@@ -190,6 +203,10 @@ struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 		m = sfu_module__open(path, diag);
 		if (!m) {
 			err = -errno;
+			goto out;
+		}
+		if (cache->dir && (err = sfu_module__set_cache_dir(m, cache->dir))) {
+			diag_set(diag, err, "out of memory");
 			goto out;
 		}
 		/* keyed by what open() saw, in case the file changed since stat() */

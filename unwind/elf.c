@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "diag_internal.h"
+#include "ehframe_internal.h"
 #include "module_internal.h"
+#include "sfunwind/ehframe.h"
 
 #ifndef SHT_GNU_SFRAME
 #define SHT_GNU_SFRAME 0x6ffffff4
@@ -22,6 +25,9 @@
 #endif
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
+#endif
+#ifndef SHT_X86_64_UNWIND
+#define SHT_X86_64_UNWIND 0x70000001
 #endif
 
 /* Largest page size a mapping's file offset can be rounded down by (AArch64 64K pages). */
@@ -68,6 +74,23 @@ struct sfu_module {
 	struct sym_name *by_name;	/* by name, every (name, address) pair */
 	size_t by_name_count;
 	char *names;			/* NUL-terminated names, copied from the string tables */
+
+	/*
+	 * The table derived from .eh_frame, made on first use: the sections
+	 * are copied at open (eh_bytes, which eh_in points into) and dropped
+	 * once converted. eh_done is set, under eh_lock, when eh_table and
+	 * eh_error are final; readers that see it set need no lock.
+	 */
+	pthread_mutex_t eh_lock;
+	bool eh_done;
+	bool eh_present;		/* there is an .eh_frame to convert */
+	bool eh_from_disk;		/* the table came from the disk cache */
+	struct sfu_eh_frame eh_in;
+	uint8_t *eh_bytes;
+	struct sfu_sframe *eh_table;
+	struct sfu_eh_frame_stats eh_stats;
+	char *eh_error;
+	char *cache_dir;		/* where derived tables are kept on disk, or NULL */
 };
 
 /* State of one sfu_module__open(). */
@@ -427,6 +450,80 @@ static int read_sframe(struct sfu_module *m, struct reader *r)
 	return 0;
 }
 
+/* The bytes of an allocated section, or false when it has none in the file. */
+static bool section_bytes(const struct reader *r, const GElf_Shdr *shdr)
+{
+	return shdr->sh_type != SHT_NOBITS && shdr->sh_size && in_file(r, shdr->sh_offset, shdr->sh_size);
+}
+
+/*
+ * Keep a copy of .eh_frame and .eh_frame_hdr for sfu_module__eh_frame_table().
+ * Only what the converter can use is kept: 64-bit x86-64 or AArch64 files
+ * whose addresses are final (not relocatable objects). Bad bounds leave the
+ * module without one and with a reason; only running out of memory fails.
+ */
+static int read_eh_frame(struct sfu_module *m, struct reader *r)
+{
+	GElf_Shdr shdr, eh = { 0 }, hdr = { 0 }, got = { 0 }, gotplt = { 0 };
+	Elf_Scn *scn = NULL;
+	bool have_eh = false, have_hdr = false;
+	const char *name;
+	int err;
+
+	if (r->ehdr.e_ident[EI_CLASS] != ELFCLASS64 || r->ehdr.e_type == ET_REL ||
+	    (r->ehdr.e_machine != EM_X86_64 && r->ehdr.e_machine != EM_AARCH64))
+		return 0;
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
+					elf_errmsg(-1));
+		if ((err = section_name(r, scn, &shdr, &name)))
+			return err;
+		if (!strcmp(name, ".eh_frame") && !have_eh &&
+		    (shdr.sh_type == SHT_PROGBITS || shdr.sh_type == SHT_X86_64_UNWIND)) {
+			eh = shdr;
+			have_eh = true;
+		} else if (!strcmp(name, ".eh_frame_hdr") && !have_hdr) {
+			hdr = shdr;
+			have_hdr = true;
+		} else if (!strcmp(name, ".got")) {
+			got = shdr;
+		} else if (!strcmp(name, ".got.plt")) {
+			gotplt = shdr;
+		}
+	}
+	if (!have_eh || eh.sh_type == SHT_NOBITS || !eh.sh_size)
+		return 0;	/* none, or a debug file's placeholder */
+	if (!section_bytes(r, &eh)) {
+		m->eh_error = strdup(".eh_frame: past the end of the file");
+		return m->eh_error ? 0 : diag_set(r->diag, -ENOMEM, "out of memory");
+	}
+	if (have_hdr && !section_bytes(r, &hdr))
+		have_hdr = false;	/* the search table is an index: walk .eh_frame instead */
+
+	m->eh_bytes = malloc(eh.sh_size + (have_hdr ? hdr.sh_size : 0));
+	if (!m->eh_bytes)
+		return diag_set(r->diag, -ENOMEM, "out of memory");
+	memcpy(m->eh_bytes, r->image + eh.sh_offset, eh.sh_size);
+	m->eh_in = (struct sfu_eh_frame){
+		.data = m->eh_bytes,
+		.size = eh.sh_size,
+		.addr = eh.sh_addr,
+		.machine = r->ehdr.e_machine,
+		.big_endian = r->ehdr.e_ident[EI_DATA] == ELFDATA2MSB,
+		/* DW_EH_PE_datarel is relative to the GOT, as libgcc's i386 unwinder has it */
+		.data_base = gotplt.sh_addr ? gotplt.sh_addr : got.sh_addr,
+	};
+	if (have_hdr) {
+		memcpy(m->eh_bytes + eh.sh_size, r->image + hdr.sh_offset, hdr.sh_size);
+		m->eh_in.hdr = m->eh_bytes + eh.sh_size;
+		m->eh_in.hdr_size = hdr.sh_size;
+		m->eh_in.hdr_addr = hdr.sh_addr;
+	}
+	m->eh_present = true;
+	return 0;
+}
+
 static int builder_add(struct sym_builder *b, struct reader *r, const GElf_Sym *sym,
 		       const char *name, size_t len, uint64_t limit, uint8_t rank)
 {
@@ -696,6 +793,7 @@ struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 		goto out;
 	}
 	m->refs = 1;
+	pthread_mutex_init(&m->eh_lock, NULL);
 	m->path = strdup(path);
 	if (!m->path) {
 		err = diag_set(diag, -ENOMEM, "out of memory");
@@ -738,7 +836,8 @@ struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 	m->machine = r.ehdr.e_machine;
 	m->is_dyn = r.ehdr.e_type == ET_DYN;
 	if ((err = read_segments(m, &r)) || (err = read_build_id(m, &r)) ||
-	    (err = read_sframe(m, &r)) || (err = read_plt(m, &r)) || (err = read_symbols(m, &r)))
+	    (err = read_sframe(m, &r)) || (err = read_eh_frame(m, &r)) ||
+	    (err = read_plt(m, &r)) || (err = read_symbols(m, &r)))
 		goto out;
 	err = 0;
 out:
@@ -763,6 +862,7 @@ struct sfu_module *sfu_module__new(const char *name, const struct sfu_build_id *
 	if (!m)
 		goto err_nomem;
 	m->refs = 1;
+	pthread_mutex_init(&m->eh_lock, NULL);
 	/* owned from the start, so the failure paths free it with the module */
 	m->sframe = sframe;
 	m->machine = machine;
@@ -802,6 +902,11 @@ void sfu_module__put(struct sfu_module *m)
 		return;
 	sfu_sframe__free(m->sframe);
 	free(m->sframe_error);
+	sfu_sframe__free(m->eh_table);
+	free(m->eh_bytes);
+	free(m->eh_error);
+	free(m->cache_dir);
+	pthread_mutex_destroy(&m->eh_lock);
 	free(m->segments);
 	free(m->syms);
 	free(m->by_name);
@@ -859,6 +964,92 @@ enum sfu_sframe_origin sfu_module__sframe_origin(const struct sfu_module *m)
 const char *sfu_module__sframe_error(const struct sfu_module *m)
 {
 	return m->sframe_error;
+}
+
+/* Convert (or load from the disk cache) under m->eh_lock. Sets eh_table or eh_error. */
+static void derive_eh_frame(struct sfu_module *m)
+{
+	struct sfu_diag diag = { 0 };
+	size_t size = 0;
+	void *buf = NULL;
+	int err;
+
+	if (m->cache_dir && m->build_id.len &&
+	    ehcache_load(m->cache_dir, &m->build_id, m->machine, &m->eh_table) == 0) {
+		m->eh_from_disk = true;
+		goto out;
+	}
+	err = sfu_eh_frame_encode(&m->eh_in, &buf, &size, &m->eh_stats, &diag);
+	if (!err) {
+		m->eh_table = sfu_sframe__new(buf, size, 0, &diag);
+		err = m->eh_table ? 0 : -errno;
+	}
+	if (err) {
+		if (asprintf(&m->eh_error, ".eh_frame: %s",
+			     diag.reason[0] ? diag.reason : strerror(-err)) < 0)
+			m->eh_error = NULL;
+		goto out;
+	}
+	/* a table that cannot be kept on disk is still good in memory */
+	if (m->cache_dir && m->build_id.len)
+		ehcache_store(m->cache_dir, &m->build_id, buf, size);
+out:
+	free(buf);
+	/* the copy of the sections is not needed again, whatever happened */
+	free(m->eh_bytes);
+	m->eh_bytes = NULL;
+	memset(&m->eh_in, 0, sizeof(m->eh_in));
+}
+
+const struct sfu_sframe *sfu_module__eh_frame_table(const struct sfu_module *cm)
+{
+	/* logically const: the table is a cache of what the file says */
+	struct sfu_module *m = (struct sfu_module *)cm;
+
+	if (__atomic_load_n(&m->eh_done, __ATOMIC_ACQUIRE))
+		return m->eh_table;
+	if (!m->eh_present)
+		return NULL;
+	pthread_mutex_lock(&m->eh_lock);
+	if (!m->eh_done) {
+		derive_eh_frame(m);
+		__atomic_store_n(&m->eh_done, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&m->eh_lock);
+	return m->eh_table;
+}
+
+const char *sfu_module__eh_frame_error(const struct sfu_module *m)
+{
+	/* a bound error is set at open, a conversion error once eh_done is */
+	if (!m->eh_present || __atomic_load_n(&m->eh_done, __ATOMIC_ACQUIRE))
+		return m->eh_error;
+	return NULL;
+}
+
+const struct sfu_eh_frame_stats *sfu_module__eh_frame_stats(const struct sfu_module *m)
+{
+	if (!__atomic_load_n(&m->eh_done, __ATOMIC_ACQUIRE) || !m->eh_present || m->eh_from_disk)
+		return NULL;
+	return &m->eh_stats;
+}
+
+bool sfu_module__eh_frame_from_disk(const struct sfu_module *m)
+{
+	return __atomic_load_n(&m->eh_done, __ATOMIC_ACQUIRE) && m->eh_from_disk;
+}
+
+int sfu_module__set_cache_dir(struct sfu_module *m, const char *dir)
+{
+	char *copy = NULL;
+
+	if (dir && !(copy = strdup(dir)))
+		return -ENOMEM;
+	pthread_mutex_lock(&m->eh_lock);
+	free(m->cache_dir);
+	m->cache_dir = copy;
+	pthread_mutex_unlock(&m->eh_lock);
+	return 0;
 }
 
 int sfu_module__symbolize(const struct sfu_module *m, uint64_t vaddr, const char **name,

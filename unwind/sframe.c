@@ -543,6 +543,9 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 				  diag);
 		if (err)
 			return err;
+		/* the unwinder sees rows, not FDEs: each row of a trampoline says so */
+		for (uint32_t k = 0; fde->signal_frame && k < fde->num_fres; k++)
+			sf->rows[total_rows + k].flags |= SFU_ROW_SIGNAL_FRAME;
 		total_rows += fde->num_fres;
 
 		sf->keys[i] = (struct fde_key){ fde->start, fde->size, (uint32_t)i };

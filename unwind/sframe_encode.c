@@ -151,7 +151,11 @@ static int flex_words(const struct sfu_sframe_enc_opts *o, const struct sfu_row 
 		return -EINVAL;
 	add_word(f, flex_ctrl(&row->cfa, o->abi), true);
 	add_word(f, w, false);
-	if (is_untracked_ra(o, &row->ra)) {
+	if (row->ra.kind == SFU_LOC_UNDEFINED) {
+		/* an unusable row (see row_words): RA = CFA + 1 as a value, read back as unusable */
+		add_word(f, 0, true);
+		add_word(f, 1, false);
+	} else if (is_untracked_ra(o, &row->ra)) {
 		if (fp)
 			add_word(f, 0, true);	/* padding */
 	} else {
@@ -255,8 +259,12 @@ static int row_words(const struct sfu_sframe_enc_opts *o, const struct sfu_row *
 
 	memset(f, 0, sizeof(*f));
 	f->start = row->start;
-	if (row->ra.kind == SFU_LOC_UNDEFINED)
-		return 0;	/* no data words: outermost frame */
+	/*
+	 * No data words: the outermost frame. An unusable row whose RA is
+	 * undefined (how the decoder leaves one) must not become that.
+	 */
+	if (row->ra.kind == SFU_LOC_UNDEFINED && !(flex && (row->flags & SFU_ROW_UNUSABLE)))
+		return 0;
 	err = flex ? flex_words(o, row, f) : default_words(o, row, f);
 	if (err)
 		return err;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The unwinder: one step per frame from SFrame rows, frame pointers where no table covers. */
+/* The unwinder: one step per frame from SFrame rows (.sframe, then rows derived from
+ * .eh_frame), frame pointers where no table covers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,28 @@
 #define AARCH64_DEFAULT_PAC_MASK 0xffff000000000000ull
 
 #define CACHE_SLOTS 1024	/* direct-mapped; a power of two */
+
+/*
+ * Where the kernel's signal frame keeps the interrupted registers, as offsets
+ * from the SP in the trampoline that returns from the handler (sigreturn).
+ *
+ * x86-64: the handler's `ret` popped rt_sigframe.pretcode, so the SP points at
+ * the struct ucontext; uc_mcontext follows uc_flags, uc_link and uc_stack
+ * (40 bytes) and its registers are r8 ... r15, rdi, rsi, rbp, rbx, rdx, rax,
+ * rcx, rsp, rip: gregs[REG_RBP = 10], [REG_RSP = 15], [REG_RIP = 16].
+ *
+ * AArch64: the SP points at struct rt_sigframe { siginfo (128 bytes); struct
+ * ucontext }, whose uc_mcontext (16-aligned after a 1024-bit sigmask) is at
+ * +176: fault_address, regs[31], sp, pc.
+ */
+#define X86_64_SIGFRAME_RBP	(40 + 10 * 8)
+#define X86_64_SIGFRAME_RSP	(40 + 15 * 8)
+#define X86_64_SIGFRAME_RIP	(40 + 16 * 8)
+#define AARCH64_SIGFRAME_REGS	(128 + 176 + 8)
+#define AARCH64_SIGFRAME_X29	(AARCH64_SIGFRAME_REGS + 29 * 8)
+#define AARCH64_SIGFRAME_X30	(AARCH64_SIGFRAME_REGS + 30 * 8)
+#define AARCH64_SIGFRAME_SP	(AARCH64_SIGFRAME_REGS + 31 * 8)
+#define AARCH64_SIGFRAME_PC	(AARCH64_SIGFRAME_REGS + 32 * 8)
 
 struct cache_slot {
 	uint64_t table;		/* sframe_id() of the table, 0 = empty */
@@ -110,6 +133,39 @@ static int loc_value(const struct sfu_loc *loc, uint64_t cfa, uint64_t same,
 	}
 }
 
+/*
+ * A signal trampoline: the caller is the interrupted code, whose registers
+ * the kernel saved on the stack. Its pc is precise, not a return address.
+ */
+static int step_signal(const struct sfu_unwind_opts *opts, const struct sfu_regs *regs,
+		       sfu_read_fn read, void *ctx, struct sfu_step *out)
+{
+	uint64_t pc, sp, fp, lr = 0;
+
+	if (opts->arch == SFU_ARCH_AARCH64) {
+		if (read_u64(read, ctx, regs->sp + AARCH64_SIGFRAME_PC, &pc) ||
+		    read_u64(read, ctx, regs->sp + AARCH64_SIGFRAME_SP, &sp) ||
+		    read_u64(read, ctx, regs->sp + AARCH64_SIGFRAME_X29, &fp) ||
+		    read_u64(read, ctx, regs->sp + AARCH64_SIGFRAME_X30, &lr))
+			return SFU_STOP_MEMORY;
+	} else {
+		if (read_u64(read, ctx, regs->sp + X86_64_SIGFRAME_RIP, &pc) ||
+		    read_u64(read, ctx, regs->sp + X86_64_SIGFRAME_RSP, &sp) ||
+		    read_u64(read, ctx, regs->sp + X86_64_SIGFRAME_RBP, &fp))
+			return SFU_STOP_MEMORY;
+	}
+	/*
+	 * No CFA check: on an alternate signal stack the interrupted SP may lie
+	 * below the frame. The depth limit bounds a loop.
+	 */
+	out->regs.pc = pc;
+	out->regs.sp = sp;
+	out->regs.fp = fp;
+	out->regs.lr = lr;
+	out->kind = SFU_FRAME_PC;
+	return pc ? 0 : SFU_STOP_OUTERMOST;
+}
+
 static int step_row(const struct sfu_row *row, const struct sfu_unwind_opts *opts,
 		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
 		    struct sfu_step *out)
@@ -117,10 +173,13 @@ static int step_row(const struct sfu_row *row, const struct sfu_unwind_opts *opt
 	uint64_t cfa, base, ra, fp;
 	int stop;
 
-	if (row->ra.kind == SFU_LOC_UNDEFINED)
-		return SFU_STOP_OUTERMOST;
+	if (row->flags & SFU_ROW_SIGNAL_FRAME)
+		return step_signal(opts, regs, read, ctx, out);
+	/* before the RA: an unusable row may leave it undefined, which is not the outermost frame */
 	if (row->flags & SFU_ROW_UNUSABLE)
 		return SFU_STOP_BAD_INFO;
+	if (row->ra.kind == SFU_LOC_UNDEFINED)
+		return SFU_STOP_OUTERMOST;
 
 	if (reg_value(regs, opts, first, row->cfa.reg, &base))
 		return SFU_STOP_BAD_INFO;
@@ -156,7 +215,7 @@ static int step_row(const struct sfu_row *row, const struct sfu_unwind_opts *opt
 	out->regs.sp = cfa;
 	out->regs.fp = fp;
 	out->regs.lr = 0;
-	out->source = SFU_SRC_SFRAME;
+	out->kind = SFU_FRAME_RA;
 	return ra ? 0 : SFU_STOP_OUTERMOST;
 }
 
@@ -176,6 +235,7 @@ static int step_fp(const struct sfu_regs *regs, sfu_read_fn read, void *ctx, str
 	out->regs.fp = rec[0];
 	out->regs.lr = 0;
 	out->source = SFU_SRC_FP;
+	out->kind = SFU_FRAME_RA;
 	return rec[1] ? 0 : SFU_STOP_OUTERMOST;
 }
 
@@ -199,13 +259,18 @@ static const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc
 	return row;
 }
 
-/* The row for @pc, through a one-entry mapping cache; *last is the pc's mapping or NULL. */
+/*
+ * The row for @pc, through a one-entry mapping cache; *last is the pc's
+ * mapping or NULL. The module's .sframe first, then the rows derived from
+ * its .eh_frame; *source says which.
+ */
 static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t pc,
 				      struct sfu_unwind_cache *cache,
-				      const struct sfu_mapping **last)
+				      const struct sfu_mapping **last, uint8_t *source)
 {
 	const struct sfu_mapping *m = *last;
 	const struct sfu_sframe *sf;
+	const struct sfu_row *row;
 
 	if (!m || pc < m->start || pc >= m->end) {
 		m = sfu_addrspace__find(as, pc);
@@ -213,9 +278,18 @@ static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t p
 		if (!m)
 			return NULL;
 	}
-	if (!m->module || !(sf = sfu_module__sframe(m->module)))
+	if (!m->module)
 		return NULL;
-	return table_find(sf, pc - m->bias, cache);
+	if ((sf = sfu_module__sframe(m->module)) && (row = table_find(sf, pc - m->bias, cache))) {
+		*source = SFU_SRC_SFRAME;
+		return row;
+	}
+	if ((sf = sfu_module__eh_frame_table(m->module)) &&
+	    (row = table_find(sf, pc - m->bias, cache))) {
+		*source = SFU_SRC_EH_FRAME;
+		return row;
+	}
+	return NULL;
 }
 
 /*
@@ -234,14 +308,17 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 {
 	/* a return address may be one past the end of a call to a noreturn function */
 	uint64_t pc = first ? regs->pc : regs->pc - 1;
-	const struct sfu_row *row = find_row(as, pc, opts->cache, last);
+	uint8_t source = SFU_SRC_SFRAME;
+	const struct sfu_row *row = find_row(as, pc, opts->cache, last, &source);
 	const struct sfu_mapping *m = *last;
 
 	if (!row && first && opts->arch == SFU_ARCH_AARCH64 && m && m->module &&
 	    sfu_module__in_plt(m->module, pc - m->bias))
 		row = &aarch64_plt_row;
-	if (row)
+	if (row) {
+		out->source = source;
 		return step_row(row, opts, regs, first, read, ctx, out);
+	}
 	if (opts->no_fp_fallback)
 		return SFU_STOP_NO_INFO;
 	return step_fp(regs, read, ctx, out);
@@ -275,10 +352,12 @@ int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opt
 			stop = SFU_STOP_DEPTH;
 			break;
 		}
-		stop = step(as, opts, &cur, n == 1, read, ctx, &next, &last);
+		/* the interrupted frame, and a frame a signal interrupted, have a precise pc */
+		stop = step(as, opts, &cur, frames[n - 1].kind == SFU_FRAME_PC, read, ctx, &next,
+			    &last);
 		if (stop)
 			break;
-		frames[n++] = (struct sfu_frame){ next.regs.pc, SFU_FRAME_RA, next.source };
+		frames[n++] = (struct sfu_frame){ next.regs.pc, next.kind, next.source };
 		cur = next.regs;
 	}
 	*count = n;

@@ -24,7 +24,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: sfprof sframe [--readelf] FILE...\n"
+	fputs("usage: sfprof sframe [--readelf] [--from-eh-frame] FILE...\n"
 	      "\n"
 	      "Print the SFrame unwind table of each ELF FILE: a summary of the header, then\n"
 	      "each function (start, size, symbol, FDE type, pauth key) and its rows (start\n"
@@ -32,7 +32,12 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --readelf        print exactly what binutils 2.40 `readelf --sframe FILE` prints\n"
 	      "                   (SFrame version 1, a section named .sframe)\n"
-	      "  --from-eh-frame  build the table from .eh_frame (not implemented yet)\n"
+	      "  --from-eh-frame  print the table libsfunwind derives from .eh_frame instead,\n"
+	      "                   as the unwinder uses it where .sframe has no row; rows marked\n"
+	      "                   'unusable' state rules SFrame cannot hold. With --readelf,\n"
+	      "                   the functions SFrame version 1 can hold, as one .sframe\n"
+	      "                   section (not those with flexible or unusable rows, signal\n"
+	      "                   trampolines or an outermost-frame row)\n"
 	      "  -h, --help       print this help\n"
 	      "\n"
 	      "A file that cannot be printed (missing, not ELF, without SFrame data, corrupt)\n"
@@ -42,6 +47,7 @@ static void usage(FILE *f)
 
 struct opts {
 	bool readelf;
+	bool from_eh_frame;
 	bool file_headers;	/* readelf's "File: NAME" lines, for several files */
 };
 
@@ -59,15 +65,113 @@ static void report(const char *path, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Can SFrame version 1 (binutils 2.40) hold function @fde of @sf, rows and all? */
+static bool v1_can_hold(const struct sfu_sframe *sf, const struct sfu_fde *fde)
+{
+	if (fde->flex || fde->signal_frame ||
+	    (fde->fde_type == SFU_FDE_PCMASK && fde->rep_size != 16))
+		return false;
+	for (uint32_t k = 0; k < fde->num_fres; k++)
+		if (sfu_sframe__row(sf, fde->first_row + k)->ra.kind == SFU_LOC_UNDEFINED)
+			return false;
+	return true;
+}
+
+/*
+ * The derived table as an SFrame version 1 section would hold it, decoded, for
+ * readelf's format. Returns NULL after reporting why.
+ */
+static struct sfu_sframe *derived_as_v1(const char *path, const struct sfu_sframe *sf)
+{
+	size_t n = 0, count = sfu_sframe__fde_count(sf), size = 0;
+	struct sfu_sframe_func *funcs = calloc(count ? count : 1, sizeof(*funcs));
+	struct sfu_sframe_enc_opts opts = {
+		.version = 1,
+		.abi = sfu_sframe__header(sf)->abi,
+		.big_endian = sfu_sframe__header(sf)->big_endian,
+		.cfa_fixed_ra_offset = sfu_sframe__header(sf)->cfa_fixed_ra_offset,
+	};
+	struct sfu_diag diag = { 0 };
+	struct sfu_sframe *v1 = NULL;
+	void *buf = NULL;
+	int err;
+
+	if (!funcs) {
+		report(path, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const struct sfu_fde *fde = sfu_sframe__fde(sf, i);
+
+		if (!v1_can_hold(sf, fde))
+			continue;
+		funcs[n++] = (struct sfu_sframe_func){
+			.start = fde->start,
+			.size = fde->size,
+			.fde_type = fde->fde_type,
+			.pauth_key = fde->pauth_key,
+			.rep_size = fde->rep_size,
+			/* a function's rows are consecutive in the table */
+			.rows = fde->num_fres ? sfu_sframe__row(sf, fde->first_row) : NULL,
+			.num_rows = fde->num_fres,
+		};
+		/* 32-bit starts relative to the section: place it at the lowest function */
+		if (n == 1 || fde->start < opts.addr)
+			opts.addr = fde->start;
+	}
+	err = sfu_sframe_encode(&opts, funcs, n, &buf, &size, &diag);
+	if (!err) {
+		v1 = sfu_sframe__new(buf, size, opts.addr, &diag);
+		err = v1 ? 0 : -errno;
+	}
+	if (err)
+		report(path, "cannot write the derived table as SFrame version 1: %s",
+		       diag.reason[0] ? diag.reason : strerror(-err));
+	free(buf);
+	free(funcs);
+	return v1;
+}
+
 /* Render one module's table into @out. Returns 0, or 1 after reporting why not. */
 static int render(const char *path, const struct sfu_module *m, const struct opts *o, FILE *out)
 {
 	const struct sfu_sframe *sf = sfu_module__sframe(m);
 	enum sfu_sframe_origin origin = sfu_module__sframe_origin(m);
 	struct sfu_diag diag = { 0 };
+	struct sfu_sframe *v1;
 	int err;
 
+	if (o->from_eh_frame) {
+		const char *why;
+
+		sf = sfu_module__eh_frame_table(m);
+		if (!sf) {
+			why = sfu_module__eh_frame_error(m);
+			if (why)
+				report(path, "cannot derive a table from .eh_frame: %s", why);
+			else
+				report(path, "no .eh_frame to derive a table from (none, or not a 64-bit x86-64 or AArch64 executable or shared library)");
+			return 1;
+		}
+		if (!o->readelf) {
+			err = sframe_dump_text(out, path, sf, SFU_SFRAME_EH_FRAME, m);
+			goto done;
+		}
+		v1 = derived_as_v1(path, sf);
+		if (!v1)
+			return 1;
+		if (o->file_headers)
+			fprintf(out, "\nFile: %s\n", path);
+		err = sframe_dump_readelf(out, v1, ".sframe", &diag);
+		sfu_sframe__free(v1);
+		if (err == -ENOTSUP) {
+			report(path, "--readelf: %s", diag.reason);
+			return 1;
+		}
+		goto done;
+	}
 	if (!sf) {
+
 		const char *why = sfu_module__sframe_error(m);
 
 		if (why)
@@ -92,6 +196,7 @@ static int render(const char *path, const struct sfu_module *m, const struct opt
 			return 1;
 		}
 	}
+done:
 	if (err) {
 		report(path, "cannot format the output: %s", strerror(-err));
 		return 1;
@@ -158,8 +263,8 @@ int cmd_sframe(int argc, char **argv)
 			o.readelf = true;
 			break;
 		case OPT_FROM_EH_FRAME:
-			fprintf(stderr, "sfprof: sframe: --from-eh-frame is not implemented yet\n");
-			return 2;
+			o.from_eh_frame = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -36,6 +36,7 @@ const char *sframe_origin_name(enum sfu_sframe_origin origin)
 	case SFU_SFRAME_SECTION_NAME: return "section .sframe";
 	case SFU_SFRAME_SECTION_TYPE: return "SHT_GNU_SFRAME section";
 	case SFU_SFRAME_SEGMENT: return "PT_GNU_SFRAME segment";
+	case SFU_SFRAME_EH_FRAME: return "derived from .eh_frame";
 	default: return "SFrame data";
 	}
 }
@@ -144,7 +145,8 @@ static void print_text_row(FILE *out, const struct sfu_fde *fde, const struct sf
 	char cfa[40], ra_rule[40], ra[48], fp[40];
 
 	snprintf(ra, sizeof(ra), "%s%s",
-		 row->ra.kind == SFU_LOC_UNDEFINED ? "undefined (outermost)" :
+		 row->ra.kind == SFU_LOC_UNDEFINED && !(row->flags & SFU_ROW_UNUSABLE) ?
+		 "undefined (outermost)" :
 		 loc_str(&row->ra, ra_rule, sizeof(ra_rule)),
 		 (row->flags & SFU_ROW_MANGLED_RA) ? "[s]" : "");
 	fprintf(out, ROW_FMT, fde->start + row->start, loc_str(&row->cfa, cfa, sizeof(cfa)), ra);
@@ -152,6 +154,26 @@ static void print_text_row(FILE *out, const struct sfu_fde *fde, const struct sf
 		fprintf(out, "%-14s unusable\n", loc_str(&row->fp, fp, sizeof(fp)));
 	else
 		fprintf(out, "%s\n", loc_str(&row->fp, fp, sizeof(fp)));
+}
+
+/* How the conversion went: what was read, and what could not be used. */
+static void print_eh_frame_stats(FILE *out, const struct sfu_module *m)
+{
+	const struct sfu_eh_frame_stats *st = sfu_module__eh_frame_stats(m);
+
+	if (!st) {
+		if (sfu_module__eh_frame_from_disk(m))
+			fputs("  eh-frame    read from the disk cache\n", out);
+		return;
+	}
+	fprintf(out, "  eh-frame    %" PRIu32 " FDEs (%s), %" PRIu32 " CIEs, %" PRIu32
+		" skipped, %" PRIu32 " cut short\n", st->fdes,
+		st->used_hdr ? "from .eh_frame_hdr" : "walked", st->cies, st->fdes_skipped,
+		st->fdes_cut);
+	fprintf(out, "  unusable    %" PRIu32 " rows\n", st->rows_unusable);
+	fprintf(out, "  signal      %" PRIu32 " trampolines\n", st->signal_frames);
+	if (st->note[0])
+		fprintf(out, "  note        %s\n", st->note);
 }
 
 int sframe_dump_text(FILE *out, const char *path, const struct sfu_sframe *sf,
@@ -201,6 +223,8 @@ int sframe_dump_text(FILE *out, const char *path, const struct sfu_sframe *sf,
 		fprintf(out, "  aux-header  %u bytes\n", h->auxhdr_len);
 	fprintf(out, "  fdes        %" PRIu32 "\n", h->num_fdes);
 	fprintf(out, "  fres        %" PRIu32 "\n", h->num_fres);
+	if (origin == SFU_SFRAME_EH_FRAME && m)
+		print_eh_frame_stats(out, m);
 	if (relocatable)
 		fputs("  note        relocatable object: function starts are not relocated\n", out);
 

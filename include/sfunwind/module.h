@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "sfunwind/diag.h"
+#include "sfunwind/ehframe.h"
 #include "sfunwind/sframe.h"
 
 #ifdef __cplusplus
@@ -36,6 +37,7 @@ enum sfu_sframe_origin {
 	SFU_SFRAME_SECTION_NAME,	/* a section named .sframe */
 	SFU_SFRAME_SECTION_TYPE,	/* a section of type SHT_GNU_SFRAME */
 	SFU_SFRAME_SEGMENT,		/* the PT_GNU_SFRAME program header */
+	SFU_SFRAME_EH_FRAME,		/* derived from .eh_frame (sfu_module__eh_frame_table()) */
 };
 
 struct sfu_module;
@@ -106,6 +108,50 @@ enum sfu_sframe_origin sfu_module__sframe_origin(const struct sfu_module *m);
 const char *sfu_module__sframe_error(const struct sfu_module *m);
 
 /**
+ * sfu_module__eh_frame_table() - rows derived from the file's .eh_frame.
+ *
+ * Made on the first call (sfu_sframe__from_eh_frame(), with .eh_frame_hdr's
+ * search table when there is one), or read from the disk cache when the
+ * module has a cache directory and a build ID; later calls return the same
+ * table. The unwinder calls this for pcs the .sframe table does not cover.
+ * Safe to call from several threads at once: the first call converts under
+ * the module's lock, the others wait for it.
+ *
+ * Only 64-bit x86-64 and AArch64 files that are not relocatable objects have
+ * one. Function starts are addresses in the ELF file, like sfu_module__sframe()'s.
+ *
+ * @return the table, or NULL when the file has no .eh_frame or it could not
+ * be converted (sfu_module__eh_frame_error() says why).
+ */
+const struct sfu_sframe *sfu_module__eh_frame_table(const struct sfu_module *m);
+
+/** @return why .eh_frame could not be converted, or NULL (also before the first try). */
+const char *sfu_module__eh_frame_error(const struct sfu_module *m);
+
+/**
+ * @return what the conversion found, or NULL when no conversion ran (not yet,
+ * no .eh_frame, or the table came from the disk cache).
+ */
+const struct sfu_eh_frame_stats *sfu_module__eh_frame_stats(const struct sfu_module *m);
+
+/** @return true when sfu_module__eh_frame_table() was read from the disk cache. */
+bool sfu_module__eh_frame_from_disk(const struct sfu_module *m);
+
+/**
+ * sfu_module__set_cache_dir() - keep the table derived from .eh_frame on disk.
+ * @dir: a directory, created with its parents when first written; NULL for
+ *       no disk cache (the default).
+ *
+ * Takes effect if the table has not been made yet. Tables are files named
+ * "<build ID>.eh_frame-v<N>.sframe" holding an SFrame version 3 section; a
+ * module without a build ID is never cached on disk. A cache file that does
+ * not decode is replaced.
+ *
+ * @return 0, or -ENOMEM.
+ */
+int sfu_module__set_cache_dir(struct sfu_module *m, const char *dir);
+
+/**
  * sfu_module__symbolize() - the function symbol containing @vaddr.
  * @vaddr: an address in the ELF file's own address space (not biased).
  * @name: receives the symbol name, valid as long as the module.
@@ -164,6 +210,18 @@ struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 
 /** @return the number of distinct modules the cache holds. */
 size_t sfu_cache__count(const struct sfu_cache *cache);
+
+/**
+ * sfu_cache__set_dir() - the disk cache for tables derived from .eh_frame.
+ * @dir: see sfu_module__set_cache_dir(); NULL turns it off (the default).
+ *
+ * Applies to modules this cache opens from now on: a second run of a
+ * profiler then reads each library's converted table instead of converting
+ * it again (a profiler would use $XDG_CACHE_HOME/sfprof or ~/.cache/sfprof).
+ *
+ * @return 0, or -ENOMEM.
+ */
+int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -69,6 +69,8 @@ struct sfu_loc {
 #define SFU_ROW_MANGLED_RA	0x1	/* RA is signed (AArch64 PAuth): strip before use */
 #define SFU_ROW_UNUSABLE	0x2	/* describes a frame the unwinder cannot step */
 #define SFU_ROW_FLEX		0x4	/* came from a V3 flexible FDE */
+#define SFU_ROW_SIGNAL_FRAME	0x8	/* in a signal trampoline: the caller's registers are
+					   in the kernel's signal frame at the SP (V3) */
 
 /*
  * One frame row entry, decoded. The CFA is always a REG_OFFSET or DEREF
@@ -202,7 +204,10 @@ struct sfu_sframe_enc_opts {
  * @out: receives a malloc()ed buffer, freed by the caller.
  *
  * Rows use the smallest FRE start and offset widths that hold them. A row
- * the chosen version and ABI cannot express gives -EINVAL.
+ * the chosen version and ABI cannot express gives -EINVAL. In a V3 flexible
+ * FDE, a row flagged SFU_ROW_UNUSABLE whose RA is undefined is written with
+ * the RA rule "CFA + 1 as a value", which decodes as unusable again (rather
+ * than as the outermost frame, which an undefined RA otherwise means).
  *
  * @return 0, or a negative errno (-EINVAL, -ENOMEM, -ERANGE).
  */

@@ -57,7 +57,8 @@ enum sfu_source {
 };
 
 enum sfu_frame_kind {
-	SFU_FRAME_PC = 0,	/* precise: the interrupted instruction */
+	SFU_FRAME_PC = 0,	/* precise: the interrupted instruction (frame 0, or below a
+				   signal frame) */
 	SFU_FRAME_RA = 1,	/* a return address: the call is just before it */
 };
 
@@ -99,14 +100,23 @@ struct sfu_unwind_opts {
 struct sfu_step {
 	struct sfu_regs regs;	/* the caller's registers */
 	uint8_t source;		/* enum sfu_source used */
+	uint8_t kind;		/* enum sfu_frame_kind of regs.pc: SFU_FRAME_PC when the
+				   frame was a signal trampoline, whose caller is the
+				   interrupted code (pass first = 1 for it, lr is valid) */
 };
 
 /**
  * sfu_unwind_step() - find the caller of one frame.
  * @regs: the frame's registers; for frames past the first, @regs->pc is a
  *        return address (looked up as pc - 1).
- * @first: non-zero for the interrupted frame (its pc is precise, lr valid).
+ * @first: non-zero for the interrupted frame (its pc is precise, lr valid),
+ *         and for a frame whose step said SFU_FRAME_PC.
  * @out: receives the caller's registers and the source used.
+ *
+ * The pc is looked up in the module's .sframe, then in the rows derived from
+ * its .eh_frame (sfu_module__eh_frame_table()), then frame pointers are
+ * walked. A row of a signal trampoline (SFU_ROW_SIGNAL_FRAME) gives the
+ * registers the kernel saved in its signal frame.
  *
  * This is what a debugger's unwinder hook calls once per frame.
  *

@@ -2,6 +2,7 @@
 /* Fuzz target: open the input as an ELF module, then symbolize and bias addresses in it. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,13 +97,13 @@ static void probe_segments(const struct sfu_module *m)
 	}
 }
 
-static void probe_sframe(const struct sfu_module *m)
+static void probe_sframe(const struct sfu_module *m, bool eh_frame)
 {
-	const struct sfu_sframe *sf = sfu_module__sframe(m);
+	const struct sfu_sframe *sf = eh_frame ? sfu_module__eh_frame_table(m) : sfu_module__sframe(m);
 	size_t count;
 
 	if (!sf) {
-		const char *why = sfu_module__sframe_error(m);
+		const char *why = eh_frame ? sfu_module__eh_frame_error(m) : sfu_module__sframe_error(m);
 
 		sink += why ? strlen(why) : 0;
 		return;
@@ -140,7 +141,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sink += sfu_module__machine(m) + sfu_module__is_dyn(m) + sfu_module__sframe_origin(m);
 	sink += strlen(sfu_module__path(m));
 	probe_segments(m);
-	probe_sframe(m);
+	probe_sframe(m, false);
+	/* the table derived from .eh_frame, made on first use */
+	probe_sframe(m, true);
 	/* Addresses the input chooses. */
 	for (size_t off = 0; off + 8 <= size && off < 64; off += 16) {
 		uint64_t v;

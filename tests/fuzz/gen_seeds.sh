@@ -4,12 +4,13 @@
 # the binaries themselves into the fuzz seed corpora.
 #
 # usage: gen_seeds.sh SRCDIR OUTDIR STAMP
-#   OUTDIR/sframe/ receives raw .sframe sections, OUTDIR/elf/ ELF files.
+#   OUTDIR/sframe/ receives raw .sframe sections, OUTDIR/elf/ ELF files,
+#   OUTDIR/ehframe/ .eh_frame and .eh_frame_hdr in fuzz_ehframe.c's form.
 set -euo pipefail
 
 srcdir=$1 outdir=$2 stamp=$3
 rm -rf "$outdir"
-mkdir -p "$outdir/sframe" "$outdir/elf"
+mkdir -p "$outdir/sframe" "$outdir/elf" "$outdir/ehframe"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -36,6 +37,7 @@ for v in "${variants[@]}"; do
 	"$cc" $flags -Wa,--gsframe -Wl,-z,noseparate-code -Wl,-z,max-page-size=4096 -o "$work/$name" "$srcdir/seed_prog.c"
 	"$objcopy" -O binary --only-section=.sframe "$work/$name" "$outdir/sframe/$name"
 	"$objcopy" --strip-debug --remove-section=.comment "$work/$name" "$outdir/elf/$name"
+	python3 "$srcdir/ehframe_seed.py" "$work/$name" "$outdir/ehframe/$name"
 	made=$((made + 1))
 done
 

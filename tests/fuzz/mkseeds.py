@@ -122,12 +122,90 @@ def elf_seeds():
     return {"empty-dyn": hdr, "shoff-past-end": bad_sh}
 
 
+# ---- .eh_frame seeds for fuzz_ehframe.c: flags, addresses, .eh_frame_hdr, .eh_frame ----
+
+EH_ADDR, HDR_ADDR, FUNC = 0x2000, 0x1f00, 0x1000
+
+
+def uleb(v):
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+def sleb(v):
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def cie(aug, caf, daf, ra, augdata, insns, e="<"):
+    body = struct.pack(e + "I", 0) + b"\x01" + aug + b"\0" + uleb(caf) + sleb(daf) + bytes([ra])
+    body += uleb(len(augdata)) + augdata + insns
+    return struct.pack(e + "I", len(body)) + body
+
+
+def fde(at, cie_at, start, size, insns, e="<"):
+    """An FDE at section offset @at whose CIE is at @cie_at, pcrel|sdata4 pointers."""
+    field = at + 8
+    body = struct.pack(e + "I", at + 4 - cie_at)
+    body += struct.pack(e + "iI", start - (EH_ADDR + field), size) + uleb(0) + insns
+    return struct.pack(e + "I", len(body)) + body
+
+
+def eh_input(flags, eh, starts_fdes=(), e="<"):
+    """The fuzz input; a search table when @starts_fdes lists (start, FDE offset)."""
+    hdr = b""
+    if starts_fdes:
+        hdr = bytes([1, 0x1B, 0x03, 0x3B]) + struct.pack(e + "i", EH_ADDR - (HDR_ADDR + 4))
+        hdr += struct.pack(e + "I", len(starts_fdes))
+        for start, off in starts_fdes:
+            hdr += struct.pack(e + "ii", start - HDR_ADDR, EH_ADDR + off - HDR_ADDR)
+    return bytes([flags]) + struct.pack("<III", EH_ADDR, HDR_ADDR, len(hdr)) + hdr + eh
+
+
+def ehframe_seeds():
+    seeds = {}
+    x86_init = bytes([0x0C, 7, 8, 0x90, 1])  # def_cfa rsp+8; rip at cfa-8
+    c = cie(b"zR", 1, -8, 16, b"\x1b", x86_init)
+    # push rbp; mov rbp; remember; leave; ret; restore; DRAP expression; args_size; val_offset
+    prog = bytes([0x41, 0x0E, 16, 0x86, 2, 0x43, 0x0D, 6, 0x0A, 0x48, 0x0C, 7, 8, 0x41, 0x0B,
+                  0x0F, 3, 0x76, 0x78, 0x06, 0x10, 6, 2, 0x76, 0, 0x2E, 8, 0x42, 0x14, 3, 2,
+                  0x02, 0x10, 0x07, 16])
+    f1 = fde(len(c), 0, FUNC, 0x40, prog)
+    f2 = fde(len(c) + len(f1), 0, FUNC + 0x40, 0x20, bytes([0x44, 0x0E, 16, 0x44, 0x0E, 8]))
+    eh = c + f1 + f2 + b"\0\0\0\0"
+    seeds["amd64-ops"] = eh_input(0, eh)
+    seeds["amd64-ops-hdr"] = eh_input(0, eh, [(FUNC, len(c)), (FUNC + 0x40, len(c) + len(f1))])
+    plt = bytes([0x0E, 16, 0x46, 0x0E, 24, 0x4A, 0x0F, 11, 0x77, 8, 0x80, 0, 0x3F, 0x1A, 0x3B,
+                 0x2A, 0x33, 0x24, 0x22])
+    seeds["amd64-plt"] = eh_input(0, c + fde(len(c), 0, FUNC, 0x40, plt))
+    # glibc's __restore_rt: the CFA and registers from the ucontext at the SP
+    sig = cie(b"zRS", 1, -8, 16, b"\x1b", b"")
+    sig_prog = bytes([0x0F, 4, 0x77, 0xA0, 0x01, 0x06, 0x10, 6, 3, 0x77, 0xF8, 0x00,
+                      0x10, 16, 3, 0x77, 0xA8, 0x01, 0x10, 7, 3, 0x77, 0xA0, 0x01])
+    seeds["amd64-signal"] = eh_input(0, sig + fde(len(sig), 0, FUNC - 1, 10, sig_prog))
+    # AArch64 pac-ret with key B: paciasp; stp x29, x30, [sp, -16]!; mov x29, sp; ...
+    a64 = bytes([0x41, 0x2D, 0x41, 0x0E, 16, 0x9D, 2, 0x9E, 1, 0x41, 0x0C, 29, 16, 0x44,
+                 0x0C, 31, 16, 0x41, 0xDE, 0xDD, 0x0E, 0, 0x41, 0x2D])
+    for e, flags, name in (("<", 1, "aarch64-pac-b"), (">", 3, "aarch64-be-pac-b")):
+        ca = cie(b"zRB", 4, -8, 30, b"\x1b", bytes([0x0C, 31, 0]), e)
+        seeds[name] = eh_input(flags, ca + fde(len(ca), 0, FUNC, 0x40, a64, e), e=e)
+    return seeds
+
+
 def main():
     sframe = {}
     sframe.update(amd64_seeds())
     sframe.update(aarch64_seeds())
     sframe.update(broken_seeds(sframe["v2-amd64-plt"]))
-    for sub, seeds in (("sframe", sframe), ("elf", elf_seeds())):
+    for sub, seeds in (("sframe", sframe), ("elf", elf_seeds()), ("ehframe", ehframe_seeds())):
         d = os.path.join(HERE, "corpus", sub)
         os.makedirs(d, exist_ok=True)
         for name, data in sorted(seeds.items()):

@@ -56,9 +56,10 @@ struct world {
 	uint64_t sp;		/* where the next push goes, growing down */
 };
 
-static struct sfu_module *make_module(uint8_t abi, const struct sfu_sframe_func *funcs, size_t n)
+static struct sfu_module *make_module_v(uint8_t abi, uint8_t version,
+					const struct sfu_sframe_func *funcs, size_t n)
 {
-	struct sfu_sframe_enc_opts o = { .version = 2, .abi = abi, .addr = 0x5000 };
+	struct sfu_sframe_enc_opts o = { .version = version, .abi = abi, .addr = 0x5000 };
 	struct sfu_segment seg = { .vaddr = TEXT_VADDR, .memsz = TEXT_SIZE, .offset = TEXT_VADDR,
 				   .filesz = TEXT_SIZE, .flags = PF_R | PF_X };
 	struct sfu_diag diag = { 0 };
@@ -77,6 +78,11 @@ static struct sfu_module *make_module(uint8_t abi, const struct sfu_sframe_func 
 			    &seg, 1, sf);
 	assert_non_null(m);
 	return m;
+}
+
+static struct sfu_module *make_module(uint8_t abi, const struct sfu_sframe_func *funcs, size_t n)
+{
+	return make_module_v(abi, 2, funcs, n);
 }
 
 static void world_init(struct world *w, struct sfu_module *m)
@@ -334,6 +340,164 @@ static void test_aarch64(void **state)
 	sfu_addrspace__free(w.as);
 }
 
+/* Functions of the signal-frame tests. */
+#define F_HANDLER	0x1400ull	/* a signal handler, a leaf */
+#define F_TRAMP		0x1500ull	/* the sigreturn trampoline; the restorer is 1 or 4 bytes in */
+#define F_INTR		0x1600ull	/* the function the signal interrupted */
+
+/*
+ * x86-64: handler <- __restore_rt <- the kernel's signal frame <- intr <- root.
+ * The interrupted pc is intr's first byte: looked up as pc - 1, as a return
+ * address would be, it would fall outside intr. Its CFA is FP-based, so the
+ * FP must come from the signal frame too.
+ */
+static void test_x86_signal_frame(void **state)
+{
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	static struct sfu_row handler[1], tramp[1], intr[1], root[1];
+	struct sfu_sframe_func funcs[4];
+	struct sfu_frame frames[16];
+	struct sfu_regs regs;
+	struct sfu_step step;
+	uint64_t intr_sp, intr_fp, intr_pc, uc;
+	struct world w;
+	size_t n;
+
+	(void)state;
+	handler[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_SP, 8), .ra = at_cfa(-8), .fp = same };
+	/* the trampoline's own rules do not matter: the signal frame layout does */
+	tramp[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_SP, 8), .ra = at_cfa(-8), .fp = same };
+	intr[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_FP, 16), .ra = at_cfa(-8), .fp = at_cfa(-16) };
+	root[0] = (struct sfu_row){ .start = 0, .cfa = undef, .ra = undef, .fp = same };
+	funcs[0] = (struct sfu_sframe_func){ .start = F_HANDLER, .size = 0x100, .rows = handler, .num_rows = 1 };
+	funcs[1] = (struct sfu_sframe_func){ .start = F_TRAMP, .size = 0x10, .signal_frame = true,
+					     .rows = tramp, .num_rows = 1 };
+	funcs[2] = (struct sfu_sframe_func){ .start = F_INTR, .size = 0x100, .rows = intr, .num_rows = 1 };
+	funcs[3] = (struct sfu_sframe_func){ .start = F_ROOT, .size = 0x100, .rows = root, .num_rows = 1 };
+	world_init(&w, make_module_v(SFU_SFRAME_ABI_AMD64_LE, 3, funcs, 4));
+
+	/* intr's frame: RA into root, saved rbp, rbp pointing at it */
+	push(&w, rt(F_ROOT + 0x20));
+	push(&w, 0x3333);
+	intr_fp = w.sp;
+	w.sp -= 0x28;
+	intr_sp = w.sp;
+	/* the kernel's frame below: struct ucontext, then pretcode on top */
+	w.sp -= 0x200;
+	uc = w.sp;
+	memcpy(&w.stack[uc + 40 + 10 * 8 - (STACK_TOP - STACK_SIZE)], &intr_fp, 8);
+	memcpy(&w.stack[uc + 40 + 15 * 8 - (STACK_TOP - STACK_SIZE)], &intr_sp, 8);
+	intr_pc = rt(F_INTR);
+	memcpy(&w.stack[uc + 40 + 16 * 8 - (STACK_TOP - STACK_SIZE)], &intr_pc, 8);
+	push(&w, rt(F_TRAMP + 1));	/* pretcode: __restore_rt, one byte into its FDE */
+	regs = (struct sfu_regs){ .pc = rt(F_HANDLER + 4), .sp = w.sp, .fp = 0x4444 };
+
+	assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames, 16, &n),
+			 SFU_STOP_OUTERMOST);
+	assert_int_equal(n, 4);
+	assert_int_equal(frames[1].addr, rt(F_TRAMP + 1));
+	assert_int_equal(frames[1].kind, SFU_FRAME_RA);
+	assert_int_equal(frames[2].addr, intr_pc);
+	assert_int_equal(frames[2].kind, SFU_FRAME_PC);
+	assert_int_equal(frames[2].source, SFU_SRC_SFRAME);
+	assert_int_equal(frames[3].addr, rt(F_ROOT + 0x20));
+	assert_int_equal(frames[3].kind, SFU_FRAME_RA);
+
+	/* one step from the trampoline, as a debugger takes it */
+	regs = (struct sfu_regs){ .pc = rt(F_TRAMP + 1), .sp = uc, .fp = 0x4444 };
+	assert_int_equal(sfu_unwind_step(w.as, &opts, &regs, 0, sfu_snapshot_read, &w.snap, &step), 0);
+	assert_int_equal(step.regs.pc, intr_pc);
+	assert_int_equal(step.regs.sp, intr_sp);
+	assert_int_equal(step.regs.fp, intr_fp);
+	assert_int_equal(step.kind, SFU_FRAME_PC);
+
+	/* a signal frame cut off by the end of the stack copy */
+	w.snap.size = uc + 100 - w.snap.base;
+	assert_int_equal(sfu_unwind_step(w.as, &opts, &regs, 0, sfu_snapshot_read, &w.snap, &step),
+			 SFU_STOP_MEMORY);
+	sfu_addrspace__free(w.as);
+}
+
+/*
+ * AArch64: the interrupted function is a leaf whose RA is still in x30,
+ * which only the signal frame has: handler <- trampoline <- intr <- root.
+ */
+static void test_aarch64_signal_frame(void **state)
+{
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1 };
+	static struct sfu_row handler[1], tramp[1], intr[1], root[1];
+	struct sfu_sframe_func funcs[4];
+	struct sfu_frame frames[16];
+	struct sfu_regs regs;
+	uint64_t frame, v;
+	struct world w;
+	size_t n;
+
+	(void)state;
+	handler[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_SP, 0), .ra = lr, .fp = same };
+	tramp[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_SP, 0), .ra = lr, .fp = same };
+	intr[0] = (struct sfu_row){ .start = 0, .cfa = reg_off(SFU_REG_SP, 0), .ra = lr, .fp = same };
+	root[0] = (struct sfu_row){ .start = 0, .cfa = undef, .ra = undef, .fp = same };
+	funcs[0] = (struct sfu_sframe_func){ .start = F_HANDLER, .size = 0x100, .rows = handler, .num_rows = 1 };
+	funcs[1] = (struct sfu_sframe_func){ .start = F_TRAMP, .size = 0x10, .signal_frame = true,
+					     .rows = tramp, .num_rows = 1 };
+	funcs[2] = (struct sfu_sframe_func){ .start = F_INTR, .size = 0x100, .rows = intr, .num_rows = 1 };
+	funcs[3] = (struct sfu_sframe_func){ .start = F_ROOT, .size = 0x100, .rows = root, .num_rows = 1 };
+	world_init(&w, make_module_v(SFU_SFRAME_ABI_AARCH64_LE, 3, funcs, 4));
+
+	/* intr's SP, then struct rt_sigframe { siginfo; ucontext } below it */
+	w.sp -= 0x40;
+	v = w.sp;
+	w.sp -= 0x300;
+	frame = w.sp;
+	memcpy(&w.stack[frame + 312 + 31 * 8 - (STACK_TOP - STACK_SIZE)], &v, 8);
+	v = rt(F_INTR + 0x10);
+	memcpy(&w.stack[frame + 312 + 32 * 8 - (STACK_TOP - STACK_SIZE)], &v, 8);
+	v = rt(F_ROOT + 0x40);
+	memcpy(&w.stack[frame + 312 + 30 * 8 - (STACK_TOP - STACK_SIZE)], &v, 8);
+	v = 0x5555;
+	memcpy(&w.stack[frame + 312 + 29 * 8 - (STACK_TOP - STACK_SIZE)], &v, 8);
+	/* the handler runs with x30 = the restorer, one instruction into the FDE */
+	regs = (struct sfu_regs){ .pc = rt(F_HANDLER + 8), .sp = frame, .fp = 0x6666,
+				  .lr = rt(F_TRAMP + 4) };
+
+	assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames, 16, &n),
+			 SFU_STOP_OUTERMOST);
+	assert_int_equal(n, 4);
+	assert_int_equal(frames[1].addr, rt(F_TRAMP + 4));
+	assert_int_equal(frames[2].addr, rt(F_INTR + 0x10));
+	assert_int_equal(frames[2].kind, SFU_FRAME_PC);
+	/* from x30 as the kernel saved it */
+	assert_int_equal(frames[3].addr, rt(F_ROOT + 0x40));
+	sfu_addrspace__free(w.as);
+}
+
+/* An unusable row stops the unwind as unusable, though its RA reads as undefined. */
+static void test_unusable_row(void **state)
+{
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	static struct sfu_row rows[2];
+	struct sfu_sframe_func funcs[1];
+	struct sfu_regs regs;
+	struct sfu_step step;
+	struct world w;
+
+	(void)state;
+	rows[0] = (struct sfu_row){ .start = 0, .flags = SFU_ROW_FLEX, .cfa = reg_off(SFU_REG_SP, 8),
+				    .ra = at_cfa(-8), .fp = same };
+	rows[1] = (struct sfu_row){ .start = 4, .flags = SFU_ROW_FLEX | SFU_ROW_UNUSABLE,
+				    .cfa = reg_off(SFU_REG_SP, 16), .ra = undef, .fp = same };
+	funcs[0] = (struct sfu_sframe_func){ .start = F_LEAF, .size = 0x100, .rows = rows, .num_rows = 2 };
+	world_init(&w, make_module_v(SFU_SFRAME_ABI_AMD64_LE, 3, funcs, 1));
+	push(&w, rt(F_ROOT + 0x20));
+	push(&w, 0);
+	regs = (struct sfu_regs){ .pc = rt(F_LEAF + 8), .sp = w.sp, .fp = w.sp };
+	/* neither the outermost frame nor a frame-pointer guess */
+	assert_int_equal(sfu_unwind_step(w.as, &opts, &regs, 1, sfu_snapshot_read, &w.snap, &step),
+			 SFU_STOP_BAD_INFO);
+	sfu_addrspace__free(w.as);
+}
+
 static void test_snapshot_read_bounds(void **state)
 {
 	uint8_t data[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
@@ -365,6 +529,9 @@ int main(void)
 		cmocka_unit_test(test_fp_fallback),
 		cmocka_unit_test(test_cfa_not_increasing),
 		cmocka_unit_test(test_aarch64),
+		cmocka_unit_test(test_x86_signal_frame),
+		cmocka_unit_test(test_aarch64_signal_frame),
+		cmocka_unit_test(test_unusable_row),
 		cmocka_unit_test(test_snapshot_read_bounds),
 		cmocka_unit_test(test_names),
 	};
