@@ -170,6 +170,21 @@ static void proc_free(struct proc *pr)
 	free(pr);
 }
 
+/* Tables derived from .eh_frame are kept on disk: the next recording reads them back. */
+static void set_cache_dir(struct sfu_cache *cache)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/sfprof", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
+	else
+		return;
+	sfu_cache__set_dir(cache, dir);
+}
+
 struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned max_depth)
 {
 	struct procs *p = calloc(1, sizeof(*p));
@@ -181,6 +196,8 @@ struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned 
 	p->opts.arch = arch;
 	p->cache = sfu_cache__new();
 	p->opts.cache = sfu_unwind_cache__new();
+	if (p->cache)
+		set_cache_dir(p->cache);
 	p->cbf_cap = SFU_CBF_BOUND(MAX_UNWIND);
 	p->ucbf = malloc(p->cbf_cap);
 	p->kcbf = malloc(p->cbf_cap);
@@ -622,6 +639,23 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 	}
 }
 
+/* A stack with exact pcs past frame 0, which sfu_cbf_encode_stack() cannot say; cut at max_depth. */
+static int encode_kinds(struct procs *p, struct sfu_cbf_enc *enc, size_t n, bool truncated)
+{
+	if (n > p->max_depth) {
+		n = p->max_depth;
+		truncated = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int err = sfu_cbf_enc__frame(enc, p->frames[i].kind == SFU_FRAME_PC ? SFU_CBF_PC :
+					     SFU_CBF_RA, p->addrs[i]);
+
+		if (err)
+			return err;
+	}
+	return sfu_cbf_enc__end(enc, truncated);
+}
+
 /* CBF of a user stack; returns its length, 0 when there is none. */
 static size_t user_stack(struct procs *p, struct proc *pr, const struct sample_hdr *h,
 			 const uint8_t *ustack)
@@ -634,13 +668,23 @@ static size_t user_stack(struct procs *p, struct proc *pr, const struct sample_h
 
 	if (!(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
 		return 0;
+	bool exact_below = false;
+
 	stop = sfu_unwind(pr->as, &p->opts, &regs, sfu_snapshot_read, &snap, p->frames, MAX_UNWIND,
 			  &n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		p->addrs[i] = p->frames[i].addr;
-	if (sfu_cbf_enc__init(&enc, 64, p->ucbf, p->cbf_cap) ||
-	    sfu_cbf_encode_stack(&enc, p->addrs, n, p->max_depth, stop != SFU_STOP_OUTERMOST))
+		exact_below |= i > 0 && p->frames[i].kind == SFU_FRAME_PC;
+	}
+	if (sfu_cbf_enc__init(&enc, 64, p->ucbf, p->cbf_cap))
 		return 0;
+	if (exact_below) {
+		/* below a signal frame: the interrupted pc is exact, not a return address */
+		if (encode_kinds(p, &enc, n, stop != SFU_STOP_OUTERMOST))
+			return 0;
+	} else if (sfu_cbf_encode_stack(&enc, p->addrs, n, p->max_depth, stop != SFU_STOP_OUTERMOST)) {
+		return 0;
+	}
 	p->stats.user_stacks++;
 	if (stop == SFU_STOP_OUTERMOST)
 		p->stats.complete++;
