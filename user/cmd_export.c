@@ -48,7 +48,7 @@ static const char usage[] =
 	"      --no-debuginfod         do not ask debuginfod even if DEBUGINFOD_URLS is set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
 
-enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD, OPT_KALLSYMS };
+enum { OPT_TITLE = 256, OPT_MIN_WIDTH };
 
 static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
 
@@ -107,9 +107,7 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "title", required_argument, NULL, OPT_TITLE },
 		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
-		{ "debug-file-directory", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
-		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -124,6 +122,11 @@ int cmd_export(int argc, char **argv)
 	int c, err, ret = 1;
 	bool known = false;
 
+	dirs = calloc(argc, sizeof(*dirs));
+	if (!dirs) {
+		fprintf(stderr, "sfprof export: out of memory\n");
+		return 1;
+	}
 	while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
@@ -150,29 +153,13 @@ int cmd_export(int argc, char **argv)
 			}
 			break;
 		}
-		case OPT_DEBUG_DIR: {
-			const char **d = realloc(dirs, (sopts.sym.num_debug_dirs + 1) * sizeof(*d));
-
-			if (!d) {
-				fprintf(stderr, "sfprof export: out of memory\n");
-				goto out;
-			}
-			dirs = d;
-			dirs[sopts.sym.num_debug_dirs++] = optarg;
-			sopts.sym.debug_dirs = dirs;
-			break;
-		}
-		case OPT_NO_DEBUGINFOD:
-			sopts.sym.no_debuginfod = true;
-			break;
-		case OPT_KALLSYMS:
-			sopts.sym.kallsyms = optarg;
-			break;
 		case 'h':
 			fputs(usage, stdout);
 			ret = 0;
 			goto out;
 		default:
+			if (sym_option(c, optarg, &sopts.sym, dirs))
+				break;
 			fputs(usage, stderr);
 			ret = 2;
 			goto out;

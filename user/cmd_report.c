@@ -498,15 +498,13 @@ static void report_free(struct report *r)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_CHILDREN = 256, OPT_STDIO, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD, OPT_KALLSYMS };
+	enum { OPT_CHILDREN = 256, OPT_STDIO };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "children", no_argument, NULL, OPT_CHILDREN },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
-		{ "debug-file-directory", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
-		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -539,20 +537,13 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_STDIO:
 			break;
-		case OPT_DEBUG_DIR:
-			dirs[sopts.sym.num_debug_dirs++] = optarg;
-			break;
-		case OPT_NO_DEBUGINFOD:
-			sopts.sym.no_debuginfod = true;
-			break;
-		case OPT_KALLSYMS:
-			sopts.sym.kallsyms = optarg;
-			break;
 		case 'h':
 			fputs(usage, stdout);
 			free(dirs);
 			return 0;
 		default:
+			if (sym_option(c, optarg, &sopts.sym, dirs))
+				break;
 			fputs(usage, stderr);
 			free(dirs);
 			return 2;
@@ -563,7 +554,6 @@ int cmd_report(int argc, char **argv)
 		free(dirs);
 		return 2;
 	}
-	sopts.sym.debug_dirs = dirs;
 	/* report shows no source lines: DWARF is not worth opening for it */
 	sopts.sym.no_lines = true;
 	r.s = session__open(path, &sopts, &diag);

@@ -88,12 +88,9 @@ static int print_samples(struct session *s)
 
 int cmd_script(int argc, char **argv)
 {
-	enum { OPT_DEBUG_DIR = 256, OPT_NO_DEBUGINFOD, OPT_KALLSYMS };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "debug-file-directory", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
-		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -115,20 +112,13 @@ int cmd_script(int argc, char **argv)
 		case 'i':
 			path = optarg;
 			break;
-		case OPT_DEBUG_DIR:
-			dirs[sopts.sym.num_debug_dirs++] = optarg;
-			break;
-		case OPT_NO_DEBUGINFOD:
-			sopts.sym.no_debuginfod = true;
-			break;
-		case OPT_KALLSYMS:
-			sopts.sym.kallsyms = optarg;
-			break;
 		case 'h':
 			fputs(usage, stdout);
 			free(dirs);
 			return 0;
 		default:
+			if (sym_option(c, optarg, &sopts.sym, dirs))
+				break;
 			fputs(usage, stderr);
 			free(dirs);
 			return 2;
@@ -139,7 +129,6 @@ int cmd_script(int argc, char **argv)
 		free(dirs);
 		return 2;
 	}
-	sopts.sym.debug_dirs = dirs;
 	sopts.sym.no_lines = true;
 	s = session__open(path, &sopts, &diag);
 	if (!s) {

@@ -3,6 +3,8 @@
 #ifndef SFPROF_CMDS_H
 #define SFPROF_CMDS_H
 
+#include <stdbool.h>
+
 int cmd_sframe(int argc, char **argv);
 int cmd_cbf(int argc, char **argv);
 
@@ -16,5 +18,23 @@ struct profile_status;
 
 /* Print what a reader met in @path: truncation, damaged blocks (stderr). */
 void profile_print_notices(const char *path, const struct profile_status *st);
+
+/* Where symbols come from: the options report, script and export share. */
+enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS };
+
+#define SYM_OPTIONS \
+	{ "debug-file-directory", required_argument, NULL, OPT_SYM_DEBUG_DIR }, \
+	{ "no-debuginfod", no_argument, NULL, OPT_SYM_NO_DEBUGINFOD }, \
+	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }
+
+struct symbolizer_opts;
+
+/**
+ * sym_option() - take getopt's @c if it is one of SYM_OPTIONS.
+ * @dirs: room for argc entries; --debug-file-directory appends to it and
+ *        points @o->debug_dirs at it.
+ * @return whether @c was one of them.
+ */
+bool sym_option(int c, const char *arg, struct symbolizer_opts *o, const char **dirs);
 
 #endif
