@@ -9,7 +9,7 @@
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
 
 /* Set by the loader before the object is loaded. */
-const volatile __u32 ustack_size = 8192;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES */
+const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES */
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */

@@ -19,7 +19,7 @@
 #include "sampler.h"
 
 #define DEFAULT_FREQ	999
-#define DEFAULT_STACK	8192
+#define DEFAULT_STACK	16384
 #define MAX_DEPTH	128	/* frames kept per stack: perf's default max-stack is 127 */
 
 static const char usage[] =
@@ -33,7 +33,7 @@ static const char usage[] =
 	"  -a, --all-cpus         every process on the system\n"
 	"  -p, --pid PID,...      these processes and their threads\n"
 	"  -d, --duration SECS    stop after SECS seconds\n"
-	"      --stack-size BYTES user stack bytes copied per sample (4096-65536, default 8192)\n"
+	"      --stack-size BYTES user stack bytes copied per sample (4096-65536, default 16384)\n"
 	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
