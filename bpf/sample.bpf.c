@@ -34,21 +34,6 @@ struct {
 	__uint(max_entries, COUNTER_MAX);
 } counters SEC(".maps");
 
-/* Room for a whole sample, plus one chunk of slack the verifier can see we never cross. */
-#define SCRATCH_SIZE (sizeof(struct sample_hdr) + MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK)
-
-struct scratch {
-	__u8 buf[SCRATCH_SIZE];
-};
-
-/* One entry per CPU (a per-CPU array cannot hold 64 KiB values); sized by the loader. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct scratch);
-	__uint(max_entries, 1);
-} scratch SEC(".maps");
-
 /* Only for the loader: its perf buffers of mmap, comm, fork and exit records. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -79,23 +64,23 @@ static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Copy the user stack from sp upwards, a page at a time, into @dst; stops at
- * the first page that cannot be read (the end of the stack's mapping).
- * Returns the bytes copied.
+ * Copy the user stack from sp upwards, a page at a time, into @dst, which has
+ * room for ustack_size bytes; stops at the first page that cannot be read
+ * (the end of the stack's mapping). Returns the bytes copied.
  */
 static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
 {
-	__u32 max = ustack_size, off = 0;
+	__u64 off = 0, last = (__u64)ustack_size - STACK_CHUNK;
 
 	for (int i = 0; i <= MAX_USTACK_BYTES / STACK_CHUNK; i++) {
 		__u64 n = i ? STACK_CHUNK : STACK_CHUNK - (sp & (STACK_CHUNK - 1));
 
-		if (off >= max || off > MAX_USTACK_BYTES)
+		/* off + n <= ustack_size, in 64 bits so that the verifier keeps the bound */
+		if (off > last)
 			break;
-		if (n > max - off)
-			n = max - off;
-		/* already at most STACK_CHUNK: the mask, hidden from clang, is for the verifier */
 		asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
+		if (n > STACK_CHUNK)
+			break;
 		if (bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
 			break;
 		off += n;
@@ -107,37 +92,42 @@ SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id(), zero = 0;
+	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
 	struct task_struct *task;
 	struct sample_hdr *h;
-	struct scratch *s;
-	__u32 kbytes = 0, ulen = 0;
-	__u64 size;
+	__u32 kbytes = 0;
+	__u8 *rec;
 	long n;
 
 	if (!(__u32)id || tgid == self_tgid)
 		return 0;	/* idle, or ourselves */
 	if (filter_pids && !bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	s = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!s)
-		s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	/*
+	 * Written in place in the ring, so the stack is copied once: the record
+	 * always has room for a full kernel stack and ustack_size bytes, and the
+	 * reader uses what the header says was filled.
+	 */
+	rec = bpf_ringbuf_reserve(&samples, sizeof(*h) + MAX_KSTACK_DEPTH * 8 + ustack_size, 0);
+	if (!rec) {
+		count(COUNTER_LOST);
 		return 0;
-	h = (struct sample_hdr *)s->buf;
+	}
+	h = (struct sample_hdr *)rec;
 	h->time_ns = bpf_ktime_get_ns();
 	h->pid = tgid;
 	h->tid = (__u32)id;
 	h->cpu = cpu;
 	h->flags = 0;
 	h->pc = h->sp = h->fp = h->lr = 0;
+	h->ustack_len = 0;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 
 	if (!interrupted_user(ctx)) {
 		h->flags |= SAMPLE_F_IN_KERNEL;
-		n = bpf_get_stack(ctx, s->buf + sizeof(*h), MAX_KSTACK_DEPTH * 8, 0);
-		if (n > 0 && n <= MAX_KSTACK_DEPTH * 8)
-			kbytes = n & ~7;
+		n = bpf_get_stack(ctx, rec + sizeof(*h), MAX_KSTACK_DEPTH * 8, 0);
+		if (n > 0)
+			kbytes = n;
 	}
 	h->kstack_depth = kbytes / 8;
 
@@ -155,24 +145,17 @@ int sample(struct bpf_perf_event_data *ctx)
 #if defined(__TARGET_ARCH_arm64)
 		h->lr = regs->regs[30];
 #endif
-		if (kbytes <= MAX_KSTACK_DEPTH * 8)
-			ulen = copy_stack(s->buf + sizeof(*h) + kbytes, h->sp);
-		if (!ulen)
+		h->ustack_len = copy_stack(rec + sizeof(*h) + MAX_KSTACK_DEPTH * 8, h->sp);
+		if (!h->ustack_len)
 			count(COUNTER_USTACK_FAULT);
 	}
-	h->ustack_len = ulen;
 
-	size = sizeof(*h) + kbytes + ulen;
-	if (size > SCRATCH_SIZE - STACK_CHUNK)
-		return 0;
 	/*
 	 * No wake-up per sample: that is an interrupt and a context switch each.
 	 * The reader polls on a timer, and is woken only when the ring fills up.
 	 */
-	if (bpf_ringbuf_output(&samples, s->buf, size,
-			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-		count(COUNTER_LOST);
+	bpf_ringbuf_submit(rec, bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			   BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

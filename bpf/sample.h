@@ -22,9 +22,10 @@
 #define SAMPLE_F_KTHREAD	0x4	/* a kernel thread: no user stack */
 
 /*
- * One sample in the ring buffer: this header, then kstack_depth kernel
- * addresses (u64, innermost first), then ustack_len bytes of the user stack
- * starting at sp.
+ * One sample in the ring buffer: this header; room for MAX_KSTACK_DEPTH
+ * kernel addresses, of which the first kstack_depth are filled (u64,
+ * innermost first); then room for the configured stack size, of which the
+ * first ustack_len bytes are the user stack from sp.
  */
 struct sample_hdr {
 	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */

@@ -110,8 +110,9 @@ static void deliver(struct sampler *s, const void *data, size_t len)
 
 	if (len < sizeof(*h))
 		return;
-	kbytes = (size_t)h->kstack_depth * 8;
-	if (kbytes > len - sizeof(*h) || h->ustack_len > len - sizeof(*h) - kbytes)
+	kbytes = MAX_KSTACK_DEPTH * 8;	/* the user stack's place: after room for a full kernel stack */
+	if (len < sizeof(*h) + kbytes || h->kstack_depth > MAX_KSTACK_DEPTH ||
+	    h->ustack_len > len - sizeof(*h) - kbytes)
 		return;
 	advance(s, h->time_ns);
 	s->cbs.sample(s->ctx, h, (const uint64_t *)((const uint8_t *)data + sizeof(*h)),
@@ -420,7 +421,6 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->skel->rodata->filter_pids = opts->filter;
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
-	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.samples, RING_BYTES);
 	if (sample_bpf__load(s->skel)) {
 		e = errno;
