@@ -107,7 +107,7 @@ static int reg_value(const struct sfu_regs *regs, const struct sfu_unwind_opts *
  * Recover the value a loc describes. Returns 0, SFU_STOP_BAD_INFO or
  * SFU_STOP_MEMORY. @same is the value when the loc says "unchanged".
  */
-static int loc_value(const struct sfu_loc *loc, uint64_t cfa, uint64_t same,
+static inline __attribute__((always_inline)) int loc_value(const struct sfu_loc *loc, uint64_t cfa, uint64_t same,
 		     const struct sfu_regs *regs, const struct sfu_unwind_opts *opts, int first,
 		     sfu_read_fn read, void *ctx, uint64_t *v)
 {
@@ -239,7 +239,7 @@ static int step_fp(const struct sfu_regs *regs, sfu_read_fn read, void *ctx, str
 	return rec[1] ? 0 : SFU_STOP_OUTERMOST;
 }
 
-static const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc,
+static inline __attribute__((always_inline)) const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc,
 					struct sfu_unwind_cache *cache)
 {
 	const struct sfu_fde *fde;
