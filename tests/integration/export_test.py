@@ -41,14 +41,12 @@ Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe, no
 llvm-symbolizer-16 or go).
 """
 
-import argparse
 import gzip
 import os
 import re
 import shutil
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -789,26 +787,7 @@ CASES = {'markup': case_markup, 'collapsed': case_collapsed, 'pprof': case_pprof
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--sfprof', required=True)
-    ap.add_argument('--progs', required=True, help='tests/progs')
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--case', required=True, choices=sorted(CASES))
-    args = ap.parse_args()
-    sys.stdout.reconfigure(errors='backslashreplace')
-    rt.check_preconditions()
-    ctx = rt.Ctx(args)
-    shutil.rmtree(ctx.work, ignore_errors=True)
-    os.makedirs(ctx.work)
-    t0 = time.monotonic()
-    try:
-        CASES[args.case](ctx)
-    except (Failure, profile_oracle.OracleError, subprocess.TimeoutExpired) as e:
-        log(f'FAIL: {e}')
-        return 1
-    log(f'PASS ({time.monotonic() - t0:.1f} s)')
-    return 0
+    return rt.case_main(__doc__, CASES)
 
 
 if __name__ == '__main__':

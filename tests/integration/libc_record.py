@@ -26,11 +26,9 @@ checks with one frame of the chain renamed must fail.
 
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
 """
-import argparse
+import functools
 import os
-import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_oracle  # noqa: E402
@@ -102,40 +100,26 @@ def check(ctx, samples, prog, mode, chain, quiet=False):
     return []
 
 
+def run_case(ctx, mode):
+    prog = ctx.compile('libc_paths.c', 'libc_paths',
+                       libs=[os.path.join(ctx.progs, 'snapshot.c')])
+    out = ctx.path(f'{mode}.data')
+    p = ctx.record(['--', prog, '-', mode, 'run'], out, timeout=60)
+    if p.returncode != 0:
+        raise Failure(f'sfprof record exited with {p.returncode}')
+    prof = ctx.load(out)
+    samples = [s for s in prof.samples if s.process and s.process.exe == prog]
+    chain = CASES[mode][1]
+    record_test.raise_fails(check(ctx, samples, prog, mode, chain))
+    bad = list(chain)
+    bad[len(bad) // 2] = 'not_this_function'
+    record_test.must_fail(check(ctx, samples, prog, mode, bad, quiet=True),
+                          'a frame of the chain renamed')
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--sfprof', required=True)
-    ap.add_argument('--progs', required=True, help='tests/progs')
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--case', required=True, choices=sorted(CASES))
-    args = ap.parse_args()
-    record_test.check_preconditions()
-    ctx = record_test.Ctx(args)
-    shutil.rmtree(ctx.work, ignore_errors=True)
-    os.makedirs(ctx.work)
-    t0 = time.monotonic()
-    try:
-        prog = ctx.compile('libc_paths.c', 'libc_paths',
-                           libs=[os.path.join(ctx.progs, 'snapshot.c')])
-        out = ctx.path(f'{args.case}.data')
-        p = ctx.record(['--', prog, '-', args.case, 'run'], out, timeout=60)
-        if p.returncode != 0:
-            raise Failure(f'sfprof record exited with {p.returncode}')
-        prof = ctx.load(out)
-        samples = [s for s in prof.samples if s.process and s.process.exe == prog]
-        chain = CASES[args.case][1]
-        fails = check(ctx, samples, prog, args.case, chain)
-        record_test.raise_fails(fails)
-        bad = list(chain)
-        bad[len(bad) // 2] = 'not_this_function'
-        record_test.must_fail(check(ctx, samples, prog, args.case, bad, quiet=True),
-                              'a frame of the chain renamed')
-    except (Failure, profile_oracle.OracleError) as e:
-        log(f'FAIL: {e}')
-        return 1
-    log(f'PASS ({time.monotonic() - t0:.1f} s)')
-    return 0
+    return record_test.case_main(__doc__, {mode: functools.partial(run_case, mode=mode)
+                                           for mode in CASES})
 
 
 if __name__ == '__main__':

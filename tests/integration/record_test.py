@@ -674,26 +674,33 @@ CASES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def case_main(doc, cases, errors=()):
+    """The command line every recording test driver shares: run --case NAME of
+    @cases with a fresh work directory. Exit status 0 pass, 1 fail, 77 skip."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--sfprof', required=True)
     ap.add_argument('--progs', required=True, help='tests/progs')
     ap.add_argument('--workdir', required=True)
-    ap.add_argument('--case', required=True, choices=sorted(CASES))
+    ap.add_argument('--case', required=True, choices=sorted(cases))
     args = ap.parse_args()
+    sys.stdout.reconfigure(errors='backslashreplace')
     check_preconditions()
     ctx = Ctx(args)
     shutil.rmtree(ctx.work, ignore_errors=True)
     os.makedirs(ctx.work)
     t0 = time.monotonic()
     try:
-        CASES[args.case](ctx)
-    except (Failure, profile_oracle.OracleError, subprocess.TimeoutExpired) as e:
+        cases[args.case](ctx)
+    except (Failure, profile_oracle.OracleError, subprocess.TimeoutExpired) + tuple(errors) as e:
         log(f'FAIL: {e}')
         return 1
     log(f'PASS ({time.monotonic() - t0:.1f} s)')
     return 0
+
+
+def main():
+    return case_main(__doc__, CASES)
 
 
 if __name__ == '__main__':

@@ -38,7 +38,6 @@ Checks are also run with a deliberately wrong expectation and must fail then.
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
 """
 
-import argparse
 import bisect
 import os
 import re
@@ -46,7 +45,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -910,26 +908,7 @@ CASES = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--sfprof', required=True)
-    ap.add_argument('--progs', required=True, help='tests/progs')
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--case', required=True, choices=sorted(CASES))
-    args = ap.parse_args()
-    rt.check_preconditions()
-    ctx = rt.Ctx(args)
-    shutil.rmtree(ctx.work, ignore_errors=True)
-    os.makedirs(ctx.work)
-    t0 = time.monotonic()
-    try:
-        CASES[args.case](ctx)
-    except (Failure, profile_oracle.OracleError, stackcollapse.FoldError,
-            subprocess.TimeoutExpired) as e:
-        log(f'FAIL: {e}')
-        return 1
-    log(f'PASS ({time.monotonic() - t0:.1f} s)')
-    return 0
+    return rt.case_main(__doc__, CASES, (stackcollapse.FoldError,))
 
 
 if __name__ == '__main__':
