@@ -364,6 +364,43 @@ int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opt
 	return stop;
 }
 
+int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lookup *out)
+{
+	const struct sfu_sframe *tables[2];
+	const struct sfu_mapping *m;
+	const struct sfu_fde *fde;
+	const struct sfu_row *row;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	m = sfu_addrspace__find(as, pc);
+	out->mapping = m;
+	if (!m || !m->module)
+		return -ENOENT;
+	tables[0] = sfu_module__sframe(m->module);
+	tables[1] = sfu_module__eh_frame_table(m->module);
+	for (i = 0; i < 2; i++) {
+		if (!tables[i] || sfu_sframe__find(tables[i], pc - m->bias, &fde, &row))
+			continue;
+		out->fde = fde;
+		out->row = row;
+		out->func_start = fde->start + m->bias;
+		out->func_end = out->func_start + fde->size;
+		if (fde->fde_type == SFU_FDE_PCMASK && fde->rep_size)
+			out->row_start = pc - (pc - out->func_start) % fde->rep_size + row->start;
+		else
+			out->row_start = out->func_start + row->start;
+		out->source = i == 0 ? SFU_SRC_SFRAME : SFU_SRC_EH_FRAME;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const char *sfu_version(void)
+{
+	return SFU_VERSION_STRING;
+}
+
 const char *sfu_stop_name(int stop)
 {
 	switch (stop) {

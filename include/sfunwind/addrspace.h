@@ -33,10 +33,10 @@ struct sfu_addrspace;
  *
  * @return the address space, or NULL with errno set.
  */
-struct sfu_addrspace *sfu_addrspace__new(struct sfu_cache *cache, const char *root);
+SFU_API struct sfu_addrspace *sfu_addrspace__new(struct sfu_cache *cache, const char *root);
 
 /** sfu_addrspace__free() - accepts NULL. */
-void sfu_addrspace__free(struct sfu_addrspace *as);
+SFU_API void sfu_addrspace__free(struct sfu_addrspace *as);
 
 /**
  * sfu_addrspace__add() - add a mapping from an explicit description.
@@ -49,7 +49,7 @@ void sfu_addrspace__free(struct sfu_addrspace *as);
  *
  * @return 0 or a negative errno (-EINVAL for end <= start, -ENOMEM).
  */
-int sfu_addrspace__add(struct sfu_addrspace *as, uint64_t start, uint64_t end,
+SFU_API int sfu_addrspace__add(struct sfu_addrspace *as, uint64_t start, uint64_t end,
 		       uint64_t file_offset, uint32_t prot, const char *path,
 		       struct sfu_module *module);
 
@@ -59,7 +59,7 @@ int sfu_addrspace__add(struct sfu_addrspace *as, uint64_t start, uint64_t end,
  *
  * @return 0, or a negative errno (-ESRCH when the process is gone).
  */
-int sfu_addrspace__load_pid(struct sfu_addrspace *as, pid_t pid, struct sfu_diag *diag);
+SFU_API int sfu_addrspace__load_pid(struct sfu_addrspace *as, pid_t pid, struct sfu_diag *diag);
 
 /**
  * sfu_addrspace__load_maps() - add the executable mappings listed in a
@@ -67,17 +67,17 @@ int sfu_addrspace__load_pid(struct sfu_addrspace *as, pid_t pid, struct sfu_diag
  *
  * @return 0, or -EBADMSG for a line that does not parse.
  */
-int sfu_addrspace__load_maps(struct sfu_addrspace *as, const char *text, size_t len,
+SFU_API int sfu_addrspace__load_maps(struct sfu_addrspace *as, const char *text, size_t len,
 			     struct sfu_diag *diag);
 
 /**
  * sfu_addrspace__find() - the mapping containing @addr, in O(log n).
  * @return the mapping, or NULL.
  */
-const struct sfu_mapping *sfu_addrspace__find(const struct sfu_addrspace *as, uint64_t addr);
+SFU_API const struct sfu_mapping *sfu_addrspace__find(const struct sfu_addrspace *as, uint64_t addr);
 
 /** sfu_addrspace__mappings() - all mappings sorted by address. */
-const struct sfu_mapping *sfu_addrspace__mappings(const struct sfu_addrspace *as, size_t *count);
+SFU_API const struct sfu_mapping *sfu_addrspace__mappings(const struct sfu_addrspace *as, size_t *count);
 
 #ifdef __cplusplus
 }

@@ -63,7 +63,7 @@ struct sfu_cbf_frame {
 #define SFU_CBF_BOUND(n) ((size_t)11 + (size_t)9 * (size_t)(n))
 
 /** @return "pc", "ra", "async", "omit", "end", "truncated", or NULL for an unknown kind. */
-const char *sfu_cbf_kind_name(unsigned kind);
+SFU_API const char *sfu_cbf_kind_name(unsigned kind);
 
 /*
  * Encoder. It writes into the caller's buffer and allocates nothing, so it
@@ -94,7 +94,7 @@ struct sfu_cbf_enc {
  *
  * @return 0, -EINVAL for another word size, -ENOSPC when @cap is 0.
  */
-int sfu_cbf_enc__init(struct sfu_cbf_enc *enc, unsigned word_bits, void *buf, size_t cap);
+SFU_API int sfu_cbf_enc__init(struct sfu_cbf_enc *enc, unsigned word_bits, void *buf, size_t cap);
 
 /**
  * sfu_cbf_enc__rebuffer() - continue in @buf, which holds a copy of the
@@ -102,10 +102,10 @@ int sfu_cbf_enc__init(struct sfu_cbf_enc *enc, unsigned word_bits, void *buf, si
  *
  * @return 0, or -EINVAL when @cap is smaller than what was written.
  */
-int sfu_cbf_enc__rebuffer(struct sfu_cbf_enc *enc, void *buf, size_t cap);
+SFU_API int sfu_cbf_enc__rebuffer(struct sfu_cbf_enc *enc, void *buf, size_t cap);
 
 /** @return the number of bytes written so far. */
-size_t sfu_cbf_enc__len(const struct sfu_cbf_enc *enc);
+SFU_API size_t sfu_cbf_enc__len(const struct sfu_cbf_enc *enc);
 
 /**
  * sfu_cbf_enc__frame() - write a `pc`, `ra` or `async` instruction.
@@ -117,7 +117,7 @@ size_t sfu_cbf_enc__len(const struct sfu_cbf_enc *enc);
  *
  * @return 0, -EINVAL for another kind or after the end, -ENOSPC.
  */
-int sfu_cbf_enc__frame(struct sfu_cbf_enc *enc, unsigned kind, uint64_t addr);
+SFU_API int sfu_cbf_enc__frame(struct sfu_cbf_enc *enc, unsigned kind, uint64_t addr);
 
 /**
  * sfu_cbf_enc__rep() - the previous frame (or omit) occurs @count more times.
@@ -130,7 +130,7 @@ int sfu_cbf_enc__frame(struct sfu_cbf_enc *enc, unsigned kind, uint64_t addr);
  * @return 0, -EINVAL when nothing was written yet that could be repeated or
  * after the end, -ENOSPC.
  */
-int sfu_cbf_enc__rep(struct sfu_cbf_enc *enc, uint64_t count);
+SFU_API int sfu_cbf_enc__rep(struct sfu_cbf_enc *enc, uint64_t count);
 
 /**
  * sfu_cbf_enc__omit() - @count frames were left out here.
@@ -141,7 +141,7 @@ int sfu_cbf_enc__rep(struct sfu_cbf_enc *enc, uint64_t count);
  * @return 0, -ERANGE when @count does not fit in the word, -EINVAL after the
  * end, -ENOSPC.
  */
-int sfu_cbf_enc__omit(struct sfu_cbf_enc *enc, uint64_t count);
+SFU_API int sfu_cbf_enc__omit(struct sfu_cbf_enc *enc, uint64_t count);
 
 /**
  * sfu_cbf_enc__end() - finish with `end`, or with `trunc` when @truncated
@@ -149,7 +149,7 @@ int sfu_cbf_enc__omit(struct sfu_cbf_enc *enc, uint64_t count);
  *
  * @return 0, -EINVAL after the end, -ENOSPC.
  */
-int sfu_cbf_enc__end(struct sfu_cbf_enc *enc, bool truncated);
+SFU_API int sfu_cbf_enc__end(struct sfu_cbf_enc *enc, bool truncated);
 
 /**
  * sfu_cbf_encode_frames() - write a sequence of results as Swift's encoder does.
@@ -165,7 +165,7 @@ int sfu_cbf_enc__end(struct sfu_cbf_enc *enc, bool truncated);
  * TRUNCATED; -ERANGE for an omit count that does not fit in the word;
  * -ENOSPC, with a prefix of the encoding written.
  */
-int sfu_cbf_encode_frames(struct sfu_cbf_enc *enc, const struct sfu_cbf_frame *frames, size_t n);
+SFU_API int sfu_cbf_encode_frames(struct sfu_cbf_enc *enc, const struct sfu_cbf_frame *frames, size_t n);
 
 /**
  * sfu_cbf_encode_stack() - write one sampled stack as sfprof stores it.
@@ -186,7 +186,7 @@ int sfu_cbf_encode_frames(struct sfu_cbf_enc *enc, const struct sfu_cbf_frame *f
  * @return 0, -ERANGE when the omitted count does not fit a 16-bit word,
  * -EINVAL after the end, -ENOSPC.
  */
-int sfu_cbf_encode_stack(struct sfu_cbf_enc *enc, const uint64_t *addrs, size_t n,
+SFU_API int sfu_cbf_encode_stack(struct sfu_cbf_enc *enc, const uint64_t *addrs, size_t n,
 			 size_t max_frames, bool truncated);
 
 /* Decoder flags. */
@@ -229,7 +229,7 @@ struct sfu_cbf_dec {
  * Reads the information byte; a bad one (no byte, reserved word size,
  * version other than 0) makes the first result TRUNCATED.
  */
-void sfu_cbf_dec__init(struct sfu_cbf_dec *dec, const void *data, size_t len, unsigned flags,
+SFU_API void sfu_cbf_dec__init(struct sfu_cbf_dec *dec, const void *data, size_t len, unsigned flags,
 		       struct sfu_diag *diag);
 
 /**
@@ -243,13 +243,13 @@ void sfu_cbf_dec__init(struct sfu_cbf_dec *dec, const void *data, size_t len, un
  *
  * @return 0 with @out filled; -ENOENT once END or TRUNCATED was returned.
  */
-int sfu_cbf_dec__next(struct sfu_cbf_dec *dec, struct sfu_cbf_frame *out);
+SFU_API int sfu_cbf_dec__next(struct sfu_cbf_dec *dec, struct sfu_cbf_frame *out);
 
 /** @return the word size from the information byte (16, 32, 64), or 0 when it is bad. */
-unsigned sfu_cbf_dec__word_bits(const struct sfu_cbf_dec *dec);
+SFU_API unsigned sfu_cbf_dec__word_bits(const struct sfu_cbf_dec *dec);
 
 /** @return the bytes consumed so far; after END, where anything that follows starts. */
-size_t sfu_cbf_dec__offset(const struct sfu_cbf_dec *dec);
+SFU_API size_t sfu_cbf_dec__offset(const struct sfu_cbf_dec *dec);
 
 /**
  * sfu_cbf_dec__error() - why the input was malformed.
@@ -259,7 +259,7 @@ size_t sfu_cbf_dec__offset(const struct sfu_cbf_dec *dec);
  * @return a fixed string, or NULL when nothing malformed was met (a `trunc`
  * instruction is not malformed).
  */
-const char *sfu_cbf_dec__error(const struct sfu_cbf_dec *dec, size_t *pos);
+SFU_API const char *sfu_cbf_dec__error(const struct sfu_cbf_dec *dec, size_t *pos);
 
 /**
  * sfu_cbf_decode() - decode a whole stack into an array.
@@ -275,7 +275,7 @@ const char *sfu_cbf_dec__error(const struct sfu_cbf_dec *dec, size_t *pos);
  * TRUNCATED; -ENOSPC when more than @cap results would be needed, with the
  * first @cap - 1 stored and then TRUNCATED; -EINVAL when @cap is 0.
  */
-int sfu_cbf_decode(const void *data, size_t len, unsigned flags, struct sfu_cbf_frame *frames,
+SFU_API int sfu_cbf_decode(const void *data, size_t len, unsigned flags, struct sfu_cbf_frame *frames,
 		   size_t cap, size_t *count, unsigned *word_bits, struct sfu_diag *diag);
 
 #ifdef __cplusplus

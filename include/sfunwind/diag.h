@@ -3,6 +3,9 @@
 #ifndef SFUNWIND_DIAG_H
 #define SFUNWIND_DIAG_H
 
+#include "sfunwind/api.h"
+#include "sfunwind/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -70,7 +70,7 @@ struct sfu_eh_frame_stats {
  * @return the table, or NULL with errno set: EBADMSG when the section has
  * FDEs and none could be converted, ENOTSUP for another machine, ENOMEM.
  */
-struct sfu_sframe *sfu_sframe__from_eh_frame(const struct sfu_eh_frame *in,
+SFU_API struct sfu_sframe *sfu_sframe__from_eh_frame(const struct sfu_eh_frame *in,
 					     struct sfu_eh_frame_stats *stats,
 					     struct sfu_diag *diag);
 
@@ -82,7 +82,7 @@ struct sfu_sframe *sfu_sframe__from_eh_frame(const struct sfu_eh_frame *in,
  *
  * @return 0, or a negative errno as above.
  */
-int sfu_eh_frame_encode(const struct sfu_eh_frame *in, void **out, size_t *out_size,
+SFU_API int sfu_eh_frame_encode(const struct sfu_eh_frame *in, void **out, size_t *out_size,
 			struct sfu_eh_frame_stats *stats, struct sfu_diag *diag);
 
 #ifdef __cplusplus

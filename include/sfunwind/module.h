@@ -57,7 +57,7 @@ struct sfu_cache;
  * @return the module with one reference, or NULL with errno set (ENOENT,
  * EACCES, EBADMSG for a file that is not a usable ELF file, ENOMEM).
  */
-struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag);
+SFU_API struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag);
 
 /**
  * sfu_module__new() - a module described by its caller rather than read from
@@ -70,42 +70,42 @@ struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag);
  *
  * @return the module with one reference, or NULL with errno set (ENOMEM).
  */
-struct sfu_module *sfu_module__new(const char *name, const struct sfu_build_id *build_id,
+SFU_API struct sfu_module *sfu_module__new(const char *name, const struct sfu_build_id *build_id,
 				   uint16_t machine, const struct sfu_segment *segs,
 				   size_t num_segs, struct sfu_sframe *sframe);
 
 /** sfu_module__get() - take a reference. @return @m. */
-struct sfu_module *sfu_module__get(struct sfu_module *m);
+SFU_API struct sfu_module *sfu_module__get(struct sfu_module *m);
 
 /** sfu_module__put() - drop a reference; the last one frees. Accepts NULL. */
-void sfu_module__put(struct sfu_module *m);
+SFU_API void sfu_module__put(struct sfu_module *m);
 
 /** @return the path the module was opened from. */
-const char *sfu_module__path(const struct sfu_module *m);
+SFU_API const char *sfu_module__path(const struct sfu_module *m);
 
 /** @return the GNU build ID (len 0 when the file has none). */
-const struct sfu_build_id *sfu_module__build_id(const struct sfu_module *m);
+SFU_API const struct sfu_build_id *sfu_module__build_id(const struct sfu_module *m);
 
 /** @return the ELF machine (EM_X86_64, EM_AARCH64, ...). */
-uint16_t sfu_module__machine(const struct sfu_module *m);
+SFU_API uint16_t sfu_module__machine(const struct sfu_module *m);
 
 /** @return true for ET_DYN (PIE or shared library). */
-bool sfu_module__is_dyn(const struct sfu_module *m);
+SFU_API bool sfu_module__is_dyn(const struct sfu_module *m);
 
 /** @return the size of the file in bytes. */
-uint64_t sfu_module__file_size(const struct sfu_module *m);
+SFU_API uint64_t sfu_module__file_size(const struct sfu_module *m);
 
 /** sfu_module__segments() - the PT_LOAD segments, in program header order. */
-const struct sfu_segment *sfu_module__segments(const struct sfu_module *m, size_t *count);
+SFU_API const struct sfu_segment *sfu_module__segments(const struct sfu_module *m, size_t *count);
 
 /** @return the decoded SFrame table, or NULL when the module has none. */
-const struct sfu_sframe *sfu_module__sframe(const struct sfu_module *m);
+SFU_API const struct sfu_sframe *sfu_module__sframe(const struct sfu_module *m);
 
 /** @return where the SFrame table came from. */
-enum sfu_sframe_origin sfu_module__sframe_origin(const struct sfu_module *m);
+SFU_API enum sfu_sframe_origin sfu_module__sframe_origin(const struct sfu_module *m);
 
 /** @return why the SFrame data present could not be decoded, or NULL. */
-const char *sfu_module__sframe_error(const struct sfu_module *m);
+SFU_API const char *sfu_module__sframe_error(const struct sfu_module *m);
 
 /**
  * sfu_module__eh_frame_table() - rows derived from the file's .eh_frame.
@@ -123,19 +123,19 @@ const char *sfu_module__sframe_error(const struct sfu_module *m);
  * @return the table, or NULL when the file has no .eh_frame or it could not
  * be converted (sfu_module__eh_frame_error() says why).
  */
-const struct sfu_sframe *sfu_module__eh_frame_table(const struct sfu_module *m);
+SFU_API const struct sfu_sframe *sfu_module__eh_frame_table(const struct sfu_module *m);
 
 /** @return why .eh_frame could not be converted, or NULL (also before the first try). */
-const char *sfu_module__eh_frame_error(const struct sfu_module *m);
+SFU_API const char *sfu_module__eh_frame_error(const struct sfu_module *m);
 
 /**
  * @return what the conversion found, or NULL when no conversion ran (not yet,
  * no .eh_frame, or the table came from the disk cache).
  */
-const struct sfu_eh_frame_stats *sfu_module__eh_frame_stats(const struct sfu_module *m);
+SFU_API const struct sfu_eh_frame_stats *sfu_module__eh_frame_stats(const struct sfu_module *m);
 
 /** @return true when sfu_module__eh_frame_table() was read from the disk cache. */
-bool sfu_module__eh_frame_from_disk(const struct sfu_module *m);
+SFU_API bool sfu_module__eh_frame_from_disk(const struct sfu_module *m);
 
 /**
  * sfu_module__set_cache_dir() - keep the table derived from .eh_frame on disk.
@@ -149,7 +149,7 @@ bool sfu_module__eh_frame_from_disk(const struct sfu_module *m);
  *
  * @return 0, or -ENOMEM.
  */
-int sfu_module__set_cache_dir(struct sfu_module *m, const char *dir);
+SFU_API int sfu_module__set_cache_dir(struct sfu_module *m, const char *dir);
 
 /**
  * sfu_module__symbolize() - the function symbol containing @vaddr.
@@ -161,14 +161,14 @@ int sfu_module__set_cache_dir(struct sfu_module *m, const char *dir);
  *
  * @return 0, or -ENOENT when no symbol covers @vaddr.
  */
-int sfu_module__symbolize(const struct sfu_module *m, uint64_t vaddr,
+SFU_API int sfu_module__symbolize(const struct sfu_module *m, uint64_t vaddr,
 			  const char **name, uint64_t *offset);
 
 /**
  * sfu_module__symbol_addr() - the address of function symbol @name.
  * @return 0 and fills @vaddr, or -ENOENT.
  */
-int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64_t *vaddr);
+SFU_API int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64_t *vaddr);
 
 /**
  * sfu_module__bias() - load bias of a mapping of this module.
@@ -178,7 +178,7 @@ int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64
  * @return 0 and fills @bias (runtime address = ELF vaddr + bias), or
  * -ENOENT when no PT_LOAD segment maps @file_offset.
  */
-int sfu_module__bias(const struct sfu_module *m, uint64_t map_start,
+SFU_API int sfu_module__bias(const struct sfu_module *m, uint64_t map_start,
 		     uint64_t file_offset, uint64_t *bias);
 
 /**
@@ -189,10 +189,10 @@ int sfu_module__bias(const struct sfu_module *m, uint64_t map_start,
  *
  * @return the cache, or NULL with errno set.
  */
-struct sfu_cache *sfu_cache__new(void);
+SFU_API struct sfu_cache *sfu_cache__new(void);
 
 /** sfu_cache__free() - drop the cache's references; accepts NULL. */
-void sfu_cache__free(struct sfu_cache *cache);
+SFU_API void sfu_cache__free(struct sfu_cache *cache);
 
 /**
  * sfu_cache__open() - the module for @path, opened at most once.
@@ -205,11 +205,11 @@ void sfu_cache__free(struct sfu_cache *cache);
  * @return a new reference to the module, or NULL with errno set (ESTALE when
  * the file's build ID differs from @expect).
  */
-struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
+SFU_API struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 				   const struct sfu_build_id *expect, struct sfu_diag *diag);
 
 /** @return the number of distinct modules the cache holds. */
-size_t sfu_cache__count(const struct sfu_cache *cache);
+SFU_API size_t sfu_cache__count(const struct sfu_cache *cache);
 
 /**
  * sfu_cache__set_dir() - the disk cache for tables derived from .eh_frame.
@@ -221,7 +221,7 @@ size_t sfu_cache__count(const struct sfu_cache *cache);
  *
  * @return 0, or -ENOMEM.
  */
-int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
+SFU_API int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
 
 #ifdef __cplusplus
 }

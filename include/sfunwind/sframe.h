@@ -141,29 +141,29 @@ struct sfu_sframe;
  * @return the decoded section, or NULL with errno set: EBADMSG for corrupt
  * input, ENOTSUP for an unknown version or ABI, ENOMEM.
  */
-struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
+SFU_API struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 				   struct sfu_diag *diag);
 
 /** sfu_sframe__free() - release a decoded section; accepts NULL. */
-void sfu_sframe__free(struct sfu_sframe *sf);
+SFU_API void sfu_sframe__free(struct sfu_sframe *sf);
 
 /** @return the decoded header. */
-const struct sfu_sframe_header *sfu_sframe__header(const struct sfu_sframe *sf);
+SFU_API const struct sfu_sframe_header *sfu_sframe__header(const struct sfu_sframe *sf);
 
 /** @return the number of FDEs. */
-size_t sfu_sframe__fde_count(const struct sfu_sframe *sf);
+SFU_API size_t sfu_sframe__fde_count(const struct sfu_sframe *sf);
 
 /**
  * sfu_sframe__fde() - the FDE at position @i, in section order (as stored).
  * @return the FDE, or NULL when @i is out of range.
  */
-const struct sfu_fde *sfu_sframe__fde(const struct sfu_sframe *sf, size_t i);
+SFU_API const struct sfu_fde *sfu_sframe__fde(const struct sfu_sframe *sf, size_t i);
 
 /**
  * sfu_sframe__row() - row @i of the whole section (FDE first_row + k).
  * @return the row, or NULL when @i is out of range.
  */
-const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i);
+SFU_API const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i);
 
 /**
  * sfu_sframe__find() - the FDE and row that describe @pc.
@@ -172,7 +172,7 @@ const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i);
  * @return 0 and fills @fde and @row; -ENOENT when no function covers @pc or
  * the function has no row for it.
  */
-int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc,
+SFU_API int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc,
 		     const struct sfu_fde **fde, const struct sfu_row **row);
 
 /* Input to the encoder: one function and its rows. */
@@ -211,12 +211,12 @@ struct sfu_sframe_enc_opts {
  *
  * @return 0, or a negative errno (-EINVAL, -ENOMEM, -ERANGE).
  */
-int sfu_sframe_encode(const struct sfu_sframe_enc_opts *opts,
+SFU_API int sfu_sframe_encode(const struct sfu_sframe_enc_opts *opts,
 		      const struct sfu_sframe_func *funcs, size_t num_funcs,
 		      void **out, size_t *out_size, struct sfu_diag *diag);
 
 /** @return a printable name for @abi ("AMD64 little-endian"), or NULL. */
-const char *sfu_sframe_abi_name(uint8_t abi);
+SFU_API const char *sfu_sframe_abi_name(uint8_t abi);
 
 #ifdef __cplusplus
 }

@@ -46,7 +46,7 @@ struct sfu_snapshot {
 };
 
 /** sfu_snapshot_read() - an sfu_read_fn over a struct sfu_snapshot (ctx). */
-int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len);
+SFU_API int sfu_snapshot_read(void *ctx, uint64_t addr, void *buf, size_t len);
 
 /* What found the caller of a frame. */
 enum sfu_source {
@@ -84,10 +84,10 @@ enum sfu_stop {
 struct sfu_unwind_cache;
 
 /** sfu_unwind_cache__new() - @return an empty cache, or NULL with errno set. */
-struct sfu_unwind_cache *sfu_unwind_cache__new(void);
+SFU_API struct sfu_unwind_cache *sfu_unwind_cache__new(void);
 
 /** sfu_unwind_cache__free() - accepts NULL. */
-void sfu_unwind_cache__free(struct sfu_unwind_cache *cache);
+SFU_API void sfu_unwind_cache__free(struct sfu_unwind_cache *cache);
 
 /* Options for sfu_unwind(). Zero-initialised is the default. */
 struct sfu_unwind_opts {
@@ -123,7 +123,7 @@ struct sfu_step {
  * @return 0, or the reason unwinding cannot continue as a positive enum
  * sfu_stop value (never SFU_STOP_DEPTH).
  */
-int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+SFU_API int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
 		    struct sfu_step *out);
 
@@ -134,15 +134,39 @@ int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts
  *
  * @return the stop reason (enum sfu_stop).
  */
-int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
+SFU_API int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 	       const struct sfu_regs *regs, sfu_read_fn read, void *ctx,
 	       struct sfu_frame *frames, size_t max, size_t *count);
 
+/* What covers one pc: sfu_unwind_lookup()'s answer. */
+struct sfu_lookup {
+	const struct sfu_mapping *mapping;	/* the pc's mapping, or NULL */
+	const struct sfu_fde *fde;	/* the function's descriptor, or NULL */
+	const struct sfu_row *row;	/* the row for the pc, or NULL */
+	uint64_t func_start;	/* runtime address of the function (0 without an FDE) */
+	uint64_t func_end;	/* exclusive */
+	uint64_t row_start;	/* runtime address where the row starts to apply */
+	uint8_t source;		/* SFU_SRC_SFRAME, SFU_SRC_EH_FRAME, or SFU_SRC_NONE */
+};
+
+/**
+ * sfu_unwind_lookup() - which table and row sfu_unwind_step() uses for @pc.
+ * @pc: the address to look up as it is (pass a return address minus one).
+ *
+ * The module's .sframe first, then the rows derived from its .eh_frame, as
+ * the unwinder does. A debugger's unwinder hook asks this to decide whether
+ * to claim a frame; `info sframe` prints it.
+ *
+ * @return 0 with @out filled; -ENOENT when no table covers @pc (@out->mapping
+ * still says which mapping, if any, holds it).
+ */
+SFU_API int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lookup *out);
+
 /** @return a short name for a stop reason ("outermost frame"). */
-const char *sfu_stop_name(int stop);
+SFU_API const char *sfu_stop_name(int stop);
 
 /** @return a short name for a frame source ("sframe", "fp"). */
-const char *sfu_source_name(int source);
+SFU_API const char *sfu_source_name(int source);
 
 #ifdef __cplusplus
 }
