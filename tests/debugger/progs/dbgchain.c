@@ -15,7 +15,7 @@
  *   signal    main run_signal spin_until <signal> on_signal handler_leaf raise
  *   thread    thread: thread_start thread_mid thread_leaf raise; main waits in pthread_join
  *   deep N    main run_deep deep x N deep_leaf raise
- *   abort     main run_abort level1 ... leaf_abort abort
+ *   abort     main run_abort abort_mid leaf_abort abort
  *   spin      main run_spin spin_outer spin_leaf, forever (prints its pid first)
  *   step      main run_step stepped; stepped calls step_callee once and stops with
  *             raise(SIGTRAP) in step_done after it returns
@@ -90,15 +90,30 @@ KEEP int run_signal(void)
 	return sink;
 }
 
+/*
+ * The thread stops only once main is past pthread_create (clone3's return
+ * path in the parent has no unwind information) and has had time to block
+ * in pthread_join, so that main's chain is fixed too.
+ */
+volatile int main_joining;
 KEEP void thread_leaf(void) { raise(SIGTRAP); BARRIER(); sink++; }
 KEEP void thread_mid(void) { thread_leaf(); BARRIER(); sink++; }
-KEEP static void *thread_start(void *arg) { thread_mid(); BARRIER(); return arg; }
+KEEP static void *thread_start(void *arg)
+{
+	while (!main_joining)
+		usleep(1000);
+	usleep(20000);
+	thread_mid();
+	BARRIER();
+	return arg;
+}
 KEEP int run_thread(void)
 {
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, thread_start, NULL))
 		return -1;
+	main_joining = 1;
 	pthread_join(t, NULL);
 	BARRIER();
 	return sink;
