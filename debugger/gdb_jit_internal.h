@@ -41,4 +41,16 @@ const struct sfu_addrspace *jit_target__space(struct jit_target *t, gdb_target_r
  */
 int jit_target__is_stop(struct jit_target *t, uint64_t pc, uint64_t sp);
 
+/**
+ * jit_target__probe_core() - parse @fd as a core file the way the reader
+ * does when GDB has one open (mappings from NT_FILE, threads from
+ * NT_PRSTATUS, stack bytes from PT_LOAD), then forget it. For the fuzzer:
+ * core files are untrusted input.
+ * @fd: owned by the call (closed).
+ *
+ * @return 0, or a negative errno (-ENOEXEC: not a core of this
+ * architecture; -EBADMSG: malformed).
+ */
+int jit_target__probe_core(struct jit_target *t, int fd);
+
 #endif

@@ -643,3 +643,21 @@ int jit_target__is_stop(struct jit_target *t, uint64_t pc, uint64_t sp)
 	}
 	return -ESRCH;
 }
+
+int jit_target__probe_core(struct jit_target *t, int fd)
+{
+	struct process p;
+	int err = core_open(t, fd, &p);
+
+	/* what the reader does next with a core: read its stacks, ask for its threads' stops */
+	for (size_t i = 0; !err && i < p.num_threads; i++) {
+		unsigned char bytes[VERIFY_BYTES];
+		uint64_t pc = p.threads[i].pc;
+
+		if (process_read(&p, p.threads[i].sp, bytes, sizeof(bytes)))
+			pc ^= get_u64(bytes);
+		sfu_addrspace__find(p.as, pc);
+	}
+	process_close(&p);
+	return err;
+}

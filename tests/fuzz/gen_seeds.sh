@@ -5,12 +5,14 @@
 #
 # usage: gen_seeds.sh SRCDIR OUTDIR STAMP
 #   OUTDIR/sframe/ receives raw .sframe sections, OUTDIR/elf/ ELF files,
-#   OUTDIR/ehframe/ .eh_frame and .eh_frame_hdr in fuzz_ehframe.c's form.
+#   OUTDIR/ehframe/ .eh_frame and .eh_frame_hdr in fuzz_ehframe.c's form,
+#   OUTDIR/core/ small core files (core_seed.py).
 set -euo pipefail
 
 srcdir=$1 outdir=$2 stamp=$3
 rm -rf "$outdir"
-mkdir -p "$outdir/sframe" "$outdir/elf" "$outdir/ehframe"
+mkdir -p "$outdir/sframe" "$outdir/elf" "$outdir/ehframe" "$outdir/core"
+python3 "$srcdir/core_seed.py" "$outdir/core"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
