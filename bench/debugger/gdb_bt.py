@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Time GDB's `bt` of a 200-frame stack: the SFrame unwinder against GDB's own DWARF unwinder.
 
-usage: bench_bt.py [--plugin build/debugger/sfunwind_gdb.py] [--frames 200] [--repeat 15]
+usage: bench/debugger/gdb_bt.py [--plugin build/debugger/sfunwind_gdb.py] [--frames 200] [--repeat 15]
                    [--no-args]
 
 Compiles tests/debugger/progs/dbgchain.c (-O2 -fomit-frame-pointer, with
@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 GDB_SCRIPT = r'''
 import json, time, statistics, gdb

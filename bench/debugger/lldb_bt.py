@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Benchmark: `sframe bt` against lldb's own `bt` on a 200-frame stack.
 
-    python3 tests/debugger/lldb/bench_bt.py [--runs 9] [--depth 200]
+    python3 bench/debugger/lldb_bt.py [--runs 9] [--depth 200]
 
 Compiles dbgchain (-O2, PIE) twice, as lldb_test.py does: SFrame-only (sf/)
 and with .eh_frame kept (eh/). In one lldb-16 session it launches
@@ -39,7 +39,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 # --- inside lldb ---
@@ -125,8 +125,8 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(args.plugin):
         sys.exit('no %s: run ninja -C build first' % args.plugin)
-    sys.path.insert(0, HERE)
-    import lldb_test
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'debugger', 'lldb'))
+    import lldb_test  # builds the same copies as the test
     tmp = None
     if not args.workdir:
         tmp = tempfile.TemporaryDirectory(prefix='bench-bt-')

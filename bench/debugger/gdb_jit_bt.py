@@ -19,7 +19,7 @@ The first `bt` after the stop (cold: the plugin finds the process and opens
 the modules, gdb reads its tables) is reported apart. The median of --runs
 warm runs is the figure.
 
-usage: bench_bt.py [--plugin build/debugger/sfunwind-gdb-jit.so] [--depth 200] [--runs 21]
+usage: bench/debugger/gdb_jit_bt.py [--plugin build/debugger/sfunwind-gdb-jit.so] [--depth 200] [--runs 21]
 """
 
 import argparse
@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 TIMER = '''python
 import time, statistics
