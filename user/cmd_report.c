@@ -31,7 +31,9 @@ static const char usage[] =
 	"\n"
 	"Self is the share of samples whose innermost frame (in the kernel if the\n"
 	"sample was taken there) falls in the row. Symbols are [.] for user code and\n"
-	"[k] for the kernel; an address no symbol covers shows as module+0xoffset.\n";
+	"[k] for the kernel; an address no symbol covers shows as module+0xoffset.\n"
+	"In a profile made from a trace (sfprof import), samples are weighted by\n"
+	"nanoseconds of wall time and the shares are shares of that time.\n";
 
 enum sort_key { KEY_COMM, KEY_PID, KEY_DSO, KEY_SYM, NKEYS };
 
@@ -429,9 +431,18 @@ static void print_header(struct report *r, const char *path)
 		printf("# Command line: %s\n", meta->cmdline);
 	printf("#\n");
 	printf("# Total Lost Samples: %" PRIu64 "\n#\n", t->lost);
-	printf("# Samples: %" PRIu64 "  of event 'cpu-clock'\n", t->samples);
-	printf("# Event count (approx.): %" PRIu64 "\n", t->weight);
-	printf("# Duration: %.3f s (first to last sample)", secs);
+	if (meta->flags & PROFILE_F_WALL_NS) {
+		/* an imported trace: weights are ns of self time, shares are shares of time */
+		printf("# Samples: %" PRIu64 "  of event 'wall-time' (weights in nanoseconds)\n",
+		       t->samples);
+		printf("# Event count: %" PRIu64 " ns (%.6f s of wall time)\n", t->weight,
+		       t->weight / 1e9);
+		printf("# Duration: %.6f s (first to last sample)", secs);
+	} else {
+		printf("# Samples: %" PRIu64 "  of event 'cpu-clock'\n", t->samples);
+		printf("# Event count (approx.): %" PRIu64 "\n", t->weight);
+		printf("# Duration: %.3f s (first to last sample)", secs);
+	}
 	if (meta->freq_hz)
 		printf(", %u Hz", meta->freq_hz);
 	printf("\n# Processes: %" PRIu64 "\n", t->processes);

@@ -22,6 +22,9 @@ static const char usage[] =
 	"  \\t    ADDRESS SYMBOL+0xOFFSET (MODULE)      one line per frame, innermost first\n"
 	"  (a blank line)\n"
 	"\n"
+	"In a profile made from a trace (sfprof import), WEIGHT is nanoseconds of self\n"
+	"time and the event is wall-time.\n"
+	"\n"
 	"User addresses are module-relative (the ELF address), kernel ones absolute. An\n"
 	"address no symbol covers is named module+0xoffset (with +0x0 after it, so that\n"
 	"tools which strip the offset keep the address). Where the depth limit left frames\n"
@@ -53,6 +56,8 @@ static char *frame_line(const struct session_frame *f)
 
 static int print_samples(struct session *s)
 {
+	/* an imported trace: the weight is ns of self time, the event wall time */
+	const char *event = session__meta(s)->flags & PROFILE_F_WALL_NS ? "wall-time" : "cpu-clock";
 	size_t nframes = session__nframes(s), nsamples = session__nsamples(s);
 	char **lines = calloc(nframes ? nframes : 1, sizeof(*lines));
 	int err = 0;
@@ -67,8 +72,8 @@ static int print_samples(struct session *s)
 
 		snprintf(time, sizeof(time), "%" PRIu64 ".%06" PRIu64, usecs / 1000000,
 			 usecs % 1000000);
-		printf("%s %5u/%-5u [%03u] %12s: %10u cpu-clock: \n", smp->comm ? smp->comm : ":-1",
-		       smp->pid, smp->tid, smp->cpu, time, smp->weight);
+		printf("%s %5u/%-5u [%03u] %12s: %10u %s: \n", smp->comm ? smp->comm : ":-1",
+		       smp->pid, smp->tid, smp->cpu, time, smp->weight, event);
 		for (uint32_t j = 0; j < st->count; j++) {
 			uint32_t fi = st->frames[j];
 

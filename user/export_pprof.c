@@ -298,7 +298,7 @@ static int cmp_samples(const void *a, const void *b, void *arg)
 }
 
 static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_t weight,
-		       uint64_t period, struct pb *ids, struct pb *sample)
+		       uint64_t period, bool wall, struct pb *ids, struct pb *sample)
 {
 	const struct session_stack *st = session__stack(p->s, sm->stack);
 
@@ -310,7 +310,9 @@ static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_
 		pb_bytes(sample, SAMPLE_LOCATION_ID, ids->p, ids->len);
 	ids->len = 0;
 	pb_varint(ids, weight);
-	pb_varint(ids, weight * period);
+	/* weights in ns of wall time are their own value: one sample type */
+	if (!wall)
+		pb_varint(ids, weight * period);
 	pb_bytes(sample, SAMPLE_VALUE, ids->p, ids->len);
 	ids->len = 0;
 	label(p, sample, "pid", NULL, sm->pid);
@@ -366,6 +368,8 @@ static void put_profile(struct pprof *p, struct pb *prof)
 	const struct profile_meta *meta = session__meta(p->s);
 	const struct session_totals *tot = session__totals(p->s);
 	uint64_t period = meta->freq_hz ? 1000000000u / meta->freq_hz : 1;
+	bool wall = meta->flags & PROFILE_F_WALL_NS;
+	const char *type = wall ? "wall" : "cpu";
 	size_t n = session__nsamples(p->s);
 	size_t *order = calloc(n + 1, sizeof(*order));
 	struct pb ids = { 0 }, sample = { 0 };
@@ -375,8 +379,13 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		return;
 	}
 	str(p, "");	/* string_table[0] */
-	value_type(p, prof, PROFILE_SAMPLE_TYPE, "samples", "count");
-	value_type(p, prof, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	if (wall) {
+		value_type(p, prof, PROFILE_SAMPLE_TYPE, "wall", "nanoseconds");
+		period = 1;
+	} else {
+		value_type(p, prof, PROFILE_SAMPLE_TYPE, "samples", "count");
+		value_type(p, prof, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	}
 	/* mapping[0] is the main binary, by pprof's convention: the first sampled process's */
 	for (size_t i = 0; i < n && !p->nmappings; i++)
 		if (!i || session__sample(p->s, i)->image != session__sample(p->s, i - 1)->image)
@@ -389,7 +398,7 @@ static void put_profile(struct pprof *p, struct pb *prof)
 
 		for (j = i; j < n && !cmp_samples(&order[i], &order[j], (void *)p->s); j++)
 			weight += session__sample(p->s, order[j])->weight;
-		put_sample(p, session__sample(p->s, order[i]), weight, period, &ids, &sample);
+		put_sample(p, session__sample(p->s, order[i]), weight, period, wall, &ids, &sample);
 	}
 	if (p->kernel_mapping) {
 		pb_uint(&p->msg, MAPPING_ID, p->kernel_mapping);
@@ -411,7 +420,7 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		tot->samples ? tot->first_ns + meta->clock_offset_ns : meta->created_ns);
 	pb_uint(prof, PROFILE_DURATION_NANOS, tot->last_ns - tot->first_ns);
 	/* the string table is complete: these two name strings it already holds */
-	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, "cpu"));
+	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, type));
 	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, "nanoseconds"));
 	pb_msg(prof, PROFILE_PERIOD_TYPE, &p->msg);
 	pb_uint(prof, PROFILE_PERIOD, period);

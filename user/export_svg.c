@@ -311,7 +311,7 @@ static void color(char *buf, size_t cap, const char *name, enum fold_kind kind, 
 }
 
 static void put_node(FILE *out, const struct folded *f, const struct node *n, uint32_t all,
-		     double scale, unsigned height)
+		     double scale, unsigned height, bool wall)
 {
 	const char *name = n->name == all && !n->depth ? "all" : f->names.strs[n->name];
 	double x = XPAD + n->x * scale, w = n->w * scale;
@@ -323,9 +323,11 @@ static void put_node(FILE *out, const struct folded *f, const struct node *n, ui
 	fprintf(out, "<g class=\"f\" fg:x=\"%" PRIu64 "\" fg:w=\"%" PRIu64 "\" fg:d=\"%u\"><title>",
 		n->x, n->w, n->depth);
 	put_escaped(out, name, SIZE_MAX);
-	fprintf(out, " (%" PRIu64 " sample%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%u\" "
-		"width=\"%.2f\" height=\"%u\" fill=\"%s\"/>", n->w, n->w == 1 ? "" : "s",
-		f->total ? 100.0 * n->w / f->total : 0.0, x, y, w, FRAME_H - 1, fill);
+	/* an imported trace is weighted by ns of wall time */
+	fprintf(out, " (%" PRIu64 " %s%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%u\" "
+		"width=\"%.2f\" height=\"%u\" fill=\"%s\"/>", n->w, wall ? "ns" : "sample",
+		wall || n->w == 1 ? "" : "s", f->total ? 100.0 * n->w / f->total : 0.0, x, y, w,
+		FRAME_H - 1, fill);
 	/* the script fits names again after each zoom; this is for viewers without it */
 	if (fit >= 3) {
 		fprintf(out, "<text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
@@ -339,6 +341,7 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 {
 	const struct session_totals *tot = session__totals(s);
 	const struct profile_meta *meta = session__meta(s);
+	bool wall = meta->flags & PROFILE_F_WALL_NS;
 	struct flame fl = { 0 };
 	unsigned height;
 	struct folded f;
@@ -368,9 +371,15 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 		WIDTH, height);
 	fprintf(out, "<text id=\"title\" x=\"%u\" y=\"22\">", WIDTH / 2);
 	put_escaped(out, opts->title, SIZE_MAX);
-	fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64 " samples, %"
-		PRIu64 " lost, %u Hz; root at the bottom; click a frame to zoom, Ctrl-F to "
-		"search</text>\n", WIDTH / 2, tot->samples, tot->lost, meta->freq_hz);
+	if (wall)
+		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%.6f s of wall "
+			"time in %" PRIu64 " samples, widths in ns; root at the bottom; click a frame "
+			"to zoom, Ctrl-F to search</text>\n", WIDTH / 2, f.total / 1e9, tot->samples);
+	else
+		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64
+			" samples, %" PRIu64 " lost, %u Hz; root at the bottom; click a frame to zoom, "
+			"Ctrl-F to search</text>\n", WIDTH / 2, tot->samples, tot->lost,
+			meta->freq_hz);
 	fprintf(out, "<text id=\"unzoom\" class=\"button hide\" x=\"%u\" y=\"22\">Reset Zoom</text>\n",
 		XPAD);
 	fprintf(out, "<text id=\"search\" class=\"button\" x=\"%u\" y=\"22\">Search</text>\n",
@@ -381,7 +390,7 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	fputs("<g id=\"frames\">\n", out);
 	/* the root first, so that it is drawn under nothing and found first */
 	for (size_t i = fl.count; i-- > 0;)
-		put_node(out, &f, &fl.nodes[i], f.names.count, scale, height);
+		put_node(out, &f, &fl.nodes[i], f.names.count, scale, height, wall);
 	fputs("</g>\n</svg>\n", out);
 	err = ferror(out) ? -EIO : 0;
 out:

@@ -9,6 +9,8 @@
 
 #define PROFILE_F_SYSTEM_WIDE	0x1
 #define PROFILE_F_COMMAND	0x2
+/* Sample weights are nanoseconds of wall time (an imported trace), not events. */
+#define PROFILE_F_WALL_NS	0x4
 
 /* What the header says of the recording. Strings may be NULL when writing. */
 struct profile_meta {

@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Call stacks rebuilt from XRay records per thread, with self time per (thread, stack, window). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xray_stacks.h"
+
+/*
+ * An interval longer than this many windows is not believed: a damaged
+ * timestamp, not a call (at 1 s windows, 18 hours in one stack of one thread).
+ */
+#define MAX_GAP_WINDOWS (1u << 16)
+
+/*
+ * More (thread, stack, window) cells than this (about 1.5 GiB) is refused
+ * rather than exhausting memory: timestamps that jump by hours at every
+ * record open a window each.
+ */
+#define MAX_CELLS (1u << 25)
+
+/* Open addressing from a key of two u64 to two u64; the all-ones key marks a free slot. */
+struct htab {
+	struct hent {
+		uint64_t a, b, v, w;
+	} *ents;
+	size_t cap, count;
+};
+
+struct node {
+	uint32_t parent;
+	int32_t func;
+	uint32_t depth;
+	uint64_t calls;		/* entries that pushed this node */
+	uint64_t closed;	/* pops of it: by its exit, or by an outer one */
+};
+
+struct frame {
+	int32_t func;
+	uint32_t node;
+};
+
+struct thread {
+	struct xray_thread pub;
+	struct frame *stack;
+	uint32_t depth, cap;
+	uint64_t overflow;	/* entries not pushed past the depth limit, still open */
+	uint64_t last_tsc;
+	bool have_last;
+};
+
+struct xray_stacks {
+	uint64_t window_ticks;
+	uint64_t base;
+	bool have_base, finished;
+	struct xray_stacks_stats stats;
+	struct thread *threads;
+	size_t nthreads, threads_cap;
+	size_t last_thread;	/* records come a buffer, one thread, at a time */
+	struct node *nodes;
+	size_t nnodes, nodes_cap;
+	struct htab thread_ids;	/* (pid, tid) -> thread index */
+	struct htab children;	/* (parent, func) -> node */
+	struct htab on_stack;	/* (thread, func) -> frames of func on that thread's stack */
+	struct htab cell_map;	/* (thread << 32 | node, window) -> ticks, end of its last interval */
+	struct xray_cell *cells;
+	size_t ncells;
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+
+	return h ^ (h >> 31);
+}
+
+static struct hent *slot(const struct htab *t, uint64_t a, uint64_t b)
+{
+	for (size_t j = mix(a, b) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		struct hent *e = &t->ents[j];
+
+		if ((e->a == a && e->b == b) || (e->a == UINT64_MAX && e->b == UINT64_MAX))
+			return e;
+	}
+}
+
+static struct hent *htab_find(const struct htab *t, uint64_t a, uint64_t b)
+{
+	struct hent *e;
+
+	if (!t->cap)
+		return NULL;
+	e = slot(t, a, b);
+	return e->a == UINT64_MAX && e->b == UINT64_MAX ? NULL : e;
+}
+
+/* The entry of (a, b), made with value 0 when new; NULL when out of memory. */
+static struct hent *htab_get(struct htab *t, uint64_t a, uint64_t b)
+{
+	struct hent *e;
+
+	if ((t->count + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct htab big = { malloc(cap * sizeof(struct hent)), cap, t->count };
+
+		if (!big.ents)
+			return NULL;
+		memset(big.ents, 0xff, cap * sizeof(struct hent));
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->ents[i].a != UINT64_MAX || t->ents[i].b != UINT64_MAX)
+				*slot(&big, t->ents[i].a, t->ents[i].b) = t->ents[i];
+		free(t->ents);
+		*t = big;
+	}
+	e = slot(t, a, b);
+	if (e->a == UINT64_MAX && e->b == UINT64_MAX) {
+		e->a = a;
+		e->b = b;
+		e->v = 0;
+		e->w = 0;
+		t->count++;
+	}
+	return e;
+}
+
+static void htab_release(struct htab *t)
+{
+	free(t->ents);
+	memset(t, 0, sizeof(*t));
+}
+
+uint64_t xray_ticks_to_ns(uint64_t ticks, uint64_t freq)
+{
+	if (!freq || freq == 1000000000u)
+		return ticks;
+	return (uint64_t)((unsigned __int128)ticks * 1000000000u / freq);
+}
+
+struct xray_stacks *xray_stacks__new(uint64_t window_ticks)
+{
+	struct xray_stacks *s;
+
+	if (!window_ticks) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->window_ticks = window_ticks;
+	s->nodes = calloc(64, sizeof(*s->nodes));
+	if (!s->nodes) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->nodes_cap = 64;
+	s->nnodes = 1;		/* the root: the empty stack */
+	s->last_thread = SIZE_MAX;
+	return s;
+}
+
+static struct thread *thread_of(struct xray_stacks *s, uint32_t pid, uint32_t tid)
+{
+	struct thread *th;
+	struct hent *e;
+
+	if (s->last_thread != SIZE_MAX) {
+		th = &s->threads[s->last_thread];
+		if (th->pub.pid == pid && th->pub.tid == tid)
+			return th;
+	}
+	e = htab_get(&s->thread_ids, pid, tid);
+	if (!e)
+		return NULL;
+	if (!e->v) {
+		if (s->nthreads == s->threads_cap) {
+			size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
+			struct thread *p = realloc(s->threads, cap * sizeof(*p));
+
+			if (!p)
+				return NULL;
+			s->threads = p;
+			s->threads_cap = cap;
+		}
+		th = &s->threads[s->nthreads];
+		memset(th, 0, sizeof(*th));
+		th->pub.pid = pid;
+		th->pub.tid = tid;
+		e->v = ++s->nthreads;
+	}
+	s->last_thread = e->v - 1;
+	return &s->threads[e->v - 1];
+}
+
+/* The child of @parent for @func, made when new. @return 0 or -ENOMEM. */
+static int child_of(struct xray_stacks *s, uint32_t parent, int32_t func, uint32_t *node)
+{
+	struct hent *e = htab_get(&s->children, parent, (uint32_t)func);
+	struct node *n;
+
+	if (!e)
+		return -ENOMEM;
+	if (e->v) {
+		*node = e->v;
+		return 0;
+	}
+	if (s->nnodes == s->nodes_cap) {
+		size_t cap = s->nodes_cap * 2;
+		struct node *p = realloc(s->nodes, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->nodes = p;
+		s->nodes_cap = cap;
+	}
+	if (s->nnodes >= UINT32_MAX)
+		return -ENOMEM;
+	n = &s->nodes[s->nnodes];
+	n->parent = parent;
+	n->func = func;
+	n->depth = s->nodes[parent].depth + 1;
+	n->calls = 0;
+	n->closed = 0;
+	e->v = s->nnodes;
+	*node = s->nnodes++;
+	return 0;
+}
+
+static int64_t window_of(const struct xray_stacks *s, uint64_t tsc)
+{
+	int64_t d = (int64_t)(tsc - s->base);
+	int64_t w = d / (int64_t)s->window_ticks;
+
+	/* round towards minus infinity: a tsc before the base is in a negative window */
+	if (d < 0 && w * (int64_t)s->window_ticks != d)
+		w--;
+	return w;
+}
+
+/* Give the ticks [from, to) of @th to @node, window by window. */
+static int account(struct xray_stacks *s, struct thread *th, uint32_t node, uint64_t from,
+		   uint64_t to)
+{
+	uint64_t thread = th - s->threads;
+	int64_t w = window_of(s, from), last = window_of(s, to - 1);
+
+	if ((uint64_t)(last - w) >= MAX_GAP_WINDOWS) {
+		s->stats.gaps++;
+		return 0;
+	}
+	s->stats.self_ticks += to - from;
+	while (from < to) {
+		uint64_t end = s->base + (uint64_t)(w + 1) * s->window_ticks;
+		struct hent *e;
+
+		if (end > to || end <= from)
+			end = to;
+		e = htab_get(&s->cell_map, thread << 32 | node, (uint64_t)w);
+		if (!e)
+			return -ENOMEM;
+		if (s->cell_map.count > MAX_CELLS)
+			return -E2BIG;
+		e->v += end - from;
+		e->w = end;
+		from = end;
+		w++;
+	}
+	return 0;
+}
+
+static int push(struct xray_stacks *s, struct thread *th, int32_t func)
+{
+	uint32_t parent = th->depth ? th->stack[th->depth - 1].node : XRAY_STACKS_ROOT, node;
+	struct hent *count;
+	int err;
+
+	if (th->depth == XRAY_STACKS_MAX_DEPTH || th->overflow) {
+		s->stats.too_deep++;
+		th->overflow++;
+		return 0;
+	}
+	if (th->depth == th->cap) {
+		uint32_t cap = th->cap ? th->cap * 2 : 64;
+		struct frame *p = realloc(th->stack, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		th->stack = p;
+		th->cap = cap;
+	}
+	if ((err = child_of(s, parent, func, &node)))
+		return err;
+	count = htab_get(&s->on_stack, th - s->threads, (uint32_t)func);
+	if (!count)
+		return -ENOMEM;
+	count->v++;
+	s->nodes[node].calls++;
+	th->stack[th->depth++] = (struct frame){ func, node };
+	return 0;
+}
+
+static void pop(struct xray_stacks *s, struct thread *th, int32_t func)
+{
+	uint64_t thread = th - s->threads;
+	struct hent *count;
+	uint32_t i;
+
+	/* past the depth limit the frames are not known: an exit closes the last entry */
+	if (th->overflow) {
+		th->overflow--;
+		return;
+	}
+	count = htab_find(&s->on_stack, thread, (uint32_t)func);
+	if (!count || !count->v) {
+		s->stats.unmatched++;
+		return;
+	}
+	/* the innermost frame of @func: the frames above it never exited */
+	for (i = th->depth; i > 0 && th->stack[i - 1].func != func; i--) {
+		struct hent *c = htab_find(&s->on_stack, thread, (uint32_t)th->stack[i - 1].func);
+
+		if (c && c->v)
+			c->v--;
+		s->nodes[th->stack[i - 1].node].closed++;
+		s->stats.unwound++;
+	}
+	/* the count said it is there; i is 0 only if the counts were wrong */
+	if (i) {
+		i--;
+		s->nodes[th->stack[i].node].closed++;
+	}
+	count->v--;
+	th->depth = i;
+}
+
+static int function_record(struct xray_stacks *s, const struct xray_record *rec)
+{
+	struct thread *th = thread_of(s, rec->pid, rec->tid);
+	int err;
+
+	if (!th)
+		return -ENOMEM;
+	s->stats.function_records++;
+	th->pub.records++;
+	if (!s->have_base) {
+		s->base = rec->tsc;
+		s->have_base = true;
+		s->stats.first_tsc = s->stats.last_tsc = rec->tsc;
+	}
+	if (rec->tsc < s->stats.first_tsc)
+		s->stats.first_tsc = rec->tsc;
+	if (rec->tsc > s->stats.last_tsc)
+		s->stats.last_tsc = rec->tsc;
+	if (th->have_last) {
+		if (rec->tsc < th->last_tsc)
+			s->stats.backwards++;
+		else if (th->depth && rec->tsc > th->last_tsc &&
+			 (err = account(s, th, th->stack[th->depth - 1].node, th->last_tsc, rec->tsc)))
+			return err;
+	}
+	th->last_tsc = rec->tsc;
+	th->have_last = true;
+	switch (rec->kind) {
+	case XRAY_REC_ENTER:
+		s->stats.enters++;
+		return push(s, th, rec->func_id);
+	case XRAY_REC_ENTER_ARGS:
+		s->stats.enters_args++;
+		return push(s, th, rec->func_id);
+	case XRAY_REC_EXIT:
+		s->stats.exits++;
+		pop(s, th, rec->func_id);
+		return 0;
+	default:
+		s->stats.tail_exits++;
+		pop(s, th, rec->func_id);
+		return 0;
+	}
+}
+
+int xray_stacks__add(struct xray_stacks *s, const struct xray_record *rec)
+{
+	if (s->finished)
+		return -EINVAL;
+	s->stats.records++;
+	switch (rec->kind) {
+	case XRAY_REC_ENTER:
+	case XRAY_REC_ENTER_ARGS:
+	case XRAY_REC_EXIT:
+	case XRAY_REC_TAIL_EXIT:
+		return function_record(s, rec);
+	case XRAY_REC_CALL_ARG:
+		s->stats.call_args++;
+		return 0;
+	case XRAY_REC_CUSTOM_EVENT:
+		s->stats.custom_events++;
+		return 0;
+	case XRAY_REC_TYPED_EVENT:
+		s->stats.typed_events++;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+void xray_stacks__break(struct xray_stacks *s)
+{
+	s->stats.breaks++;
+	for (size_t i = 0; i < s->nthreads; i++)
+		s->threads[i].have_last = false;
+}
+
+static int cell_cmp(const void *pa, const void *pb)
+{
+	const struct xray_cell *a = pa, *b = pb;
+
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	if (a->node != b->node)
+		return a->node < b->node ? -1 : 1;
+	return a->window < b->window ? -1 : a->window > b->window;
+}
+
+int xray_stacks__finish(struct xray_stacks *s)
+{
+	size_t n = 0;
+
+	if (s->finished)
+		return 0;
+	s->cells = malloc((s->cell_map.count ? s->cell_map.count : 1) * sizeof(*s->cells));
+	if (!s->cells)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cell_map.cap; i++) {
+		const struct hent *e = &s->cell_map.ents[i];
+
+		if (e->a == UINT64_MAX && e->b == UINT64_MAX)
+			continue;
+		s->cells[n++] = (struct xray_cell){ e->a >> 32, (uint32_t)e->a, (int64_t)e->b, e->v,
+						    e->w };
+	}
+	s->ncells = n;
+	qsort(s->cells, n, sizeof(*s->cells), cell_cmp);
+	htab_release(&s->cell_map);
+	htab_release(&s->on_stack);
+	s->finished = true;
+	return 0;
+}
+
+const struct xray_stacks_stats *xray_stacks__stats(const struct xray_stacks *s)
+{
+	return &s->stats;
+}
+
+uint64_t xray_stacks__base(const struct xray_stacks *s)
+{
+	return s->base;
+}
+
+size_t xray_stacks__nthreads(const struct xray_stacks *s)
+{
+	return s->nthreads;
+}
+
+const struct xray_thread *xray_stacks__thread(const struct xray_stacks *s, size_t i)
+{
+	return &s->threads[i].pub;
+}
+
+size_t xray_stacks__nnodes(const struct xray_stacks *s)
+{
+	return s->nnodes;
+}
+
+uint32_t xray_stacks__node(const struct xray_stacks *s, uint32_t node, int32_t *func,
+			   uint32_t *parent)
+{
+	const struct node *n = &s->nodes[node];
+
+	*func = n->func;
+	*parent = n->parent;
+	return n->depth;
+}
+
+const struct xray_cell *xray_stacks__cells(const struct xray_stacks *s, size_t *n)
+{
+	*n = s->ncells;
+	return s->cells;
+}
+
+int xray_stacks__foreach_func(const struct xray_stacks *s,
+			      int (*fn)(void *ctx, int32_t func, uint64_t calls, uint64_t closed),
+			      void *ctx)
+{
+	struct htab calls = { 0 }, closed = { 0 };
+	int ret = 0;
+
+	/* counted per node: summed per function */
+	for (size_t i = 1; i < s->nnodes; i++) {
+		struct hent *e = htab_get(&calls, (uint32_t)s->nodes[i].func, 0);
+		struct hent *c = htab_get(&closed, (uint32_t)s->nodes[i].func, 0);
+
+		if (!e || !c) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		e->v += s->nodes[i].calls;
+		c->v += s->nodes[i].closed;
+	}
+	for (size_t i = 0; i < calls.cap && !ret; i++) {
+		const struct hent *e = &calls.ents[i];
+
+		if (e->a != UINT64_MAX || e->b != UINT64_MAX)
+			ret = fn(ctx, (int32_t)(uint32_t)e->a, e->v, htab_find(&closed, e->a, 0)->v);
+	}
+out:
+	htab_release(&calls);
+	htab_release(&closed);
+	return ret;
+}
+
+void xray_stacks__free(struct xray_stacks *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++)
+		free(s->threads[i].stack);
+	free(s->threads);
+	free(s->nodes);
+	free(s->cells);
+	htab_release(&s->thread_ids);
+	htab_release(&s->children);
+	htab_release(&s->on_stack);
+	htab_release(&s->cell_map);
+	free(s);
+}
