@@ -3,6 +3,7 @@
 #ifndef SFPROF_EXPORT_H
 #define SFPROF_EXPORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,5 +109,18 @@ void image_layout__release(struct image_layout *l);
  */
 bool image_layout__frame_addr(const struct image_layout *l, const struct session_frame *f,
 			      uint64_t *addr, size_t *map);
+
+/**
+ * export_stream_error() - how writing @out went, once the exporter is done.
+ * Flushes first, so that a write failing now (a full disk) reports its own
+ * errno rather than the stream's sticky error flag alone.
+ * @return 0, the flush's negative errno, or -EIO for an earlier failed write.
+ */
+static inline int export_stream_error(FILE *out)
+{
+	if (fflush(out))
+		return errno > 0 ? -errno : -EIO;
+	return ferror(out) ? -EIO : 0;
+}
 
 #endif

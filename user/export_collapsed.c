@@ -193,5 +193,5 @@ int export_collapsed(const struct session *s, FILE *out)
 		fprintf(out, " %" PRIu64 "\n", st->count);
 	}
 	folded__release(&f);
-	return ferror(out) ? -EIO : 0;
+	return export_stream_error(out);
 }

@@ -139,7 +139,7 @@ int export_markup(const struct session *s, FILE *out)
 			put_sample(out, &l, session__sample(s, order[j]));
 		image_layout__release(&l);
 	}
-	err = ferror(out) ? -EIO : 0;
+	err = export_stream_error(out);
 out:
 	free(start);
 	free(order);

@@ -392,7 +392,7 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	for (size_t i = fl.count; i-- > 0;)
 		put_node(out, &f, &fl.nodes[i], f.names.count, scale, height, wall);
 	fputs("</g>\n</svg>\n", out);
-	err = ferror(out) ? -EIO : 0;
+	err = export_stream_error(out);
 out:
 	free(fl.nodes);
 	folded__release(&f);
