@@ -27,7 +27,47 @@ struct htab {
 	size_t cap, count;
 };
 
+/*
+ * (parent, func) -> child node, the lookup of every call: a key and a node
+ * in 16 bytes (node 0, the root, is never a child: it marks a free slot).
+ */
+struct ctab {
+	struct cent {
+		uint64_t key;
+		uint32_t node;
+	} *ents;
+	size_t cap, count;
+	unsigned shift;		/* 64 - log2(cap) */
+};
+
+static struct cent *ctab_slot(const struct ctab *t, uint64_t key)
+{
+	for (size_t j = (size_t)((key * 0x9e3779b97f4a7c15ull) >> t->shift);; j = (j + 1) & (t->cap - 1))
+		if (t->ents[j].key == key || !t->ents[j].node)
+			return &t->ents[j];
+}
+
+/* The slot of @key, free (node 0) when new; NULL when out of memory. */
+static struct cent *ctab_get(struct ctab *t, uint64_t key)
+{
+	if ((t->count + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct ctab big = { calloc(cap, sizeof(struct cent)), cap, t->count,
+				    (unsigned)(64 - __builtin_ctzll(cap)) };
+
+		if (!big.ents)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->ents[i].node)
+				*ctab_slot(&big, t->ents[i].key) = t->ents[i];
+		free(t->ents);
+		*t = big;
+	}
+	return ctab_slot(t, key);
+}
+
 struct node {
+	uint32_t last_child;	/* the child made or found last, to skip the hash */
 	uint32_t parent;
 	int32_t func;
 	uint32_t depth;
@@ -40,8 +80,30 @@ struct frame {
 	uint32_t node;
 };
 
+/* Self time of one stack in a thread's current window, before it goes to the cell map. */
+struct touch {
+	uint32_t node;
+	uint64_t ticks;
+	uint64_t end;
+};
+
 struct thread {
 	struct xray_thread pub;
+	/*
+	 * The current window's self time, indexed by node: slot[node] is 1 +
+	 * the node's index in touched[] (0: not yet in this window). Moved to
+	 * the cell map when the thread's window changes, so that the per-record
+	 * path is an array access, not a hash probe.
+	 */
+	uint32_t *slot;
+	size_t slot_cap;
+	struct touch *touched;
+	size_t ntouched, touched_cap;
+	int64_t window;
+	bool have_window;
+	/* frames of each function on the stack, for ids below DENSE_FUNCS (else on_stack) */
+	uint64_t *counts;
+	bool no_dense;		/* decided once: this thread keeps all its counts in on_stack */
 	struct frame *stack;
 	uint32_t depth, cap;
 	uint64_t overflow;	/* entries not pushed past the depth limit, still open */
@@ -60,12 +122,19 @@ struct xray_stacks {
 	struct node *nodes;
 	size_t nnodes, nodes_cap;
 	struct htab thread_ids;	/* (pid, tid) -> thread index */
-	struct htab children;	/* (parent, func) -> node */
+	struct ctab children;	/* (parent, func) -> node */
 	struct htab on_stack;	/* (thread, func) -> frames of func on that thread's stack */
 	struct htab cell_map;	/* (thread << 32 | node, window) -> ticks, end of its last interval */
 	struct xray_cell *cells;
 	size_t ncells;
+	size_t slot_total;	/* slot[] entries of all threads: bounded by MAX_SLOTS */
 };
+
+/* Function ids whose on-stack counts a thread keeps in an array rather than the hash. */
+#define DENSE_FUNCS 4096
+
+/* Per-thread node arrays, all threads together (1 GiB); past it the cell map is used directly. */
+#define MAX_SLOTS (1u << 28)
 
 static uint64_t mix(uint64_t a, uint64_t b)
 {
@@ -196,13 +265,20 @@ static struct thread *thread_of(struct xray_stacks *s, uint32_t pid, uint32_t ti
 /* The child of @parent for @func, made when new. @return 0 or -ENOMEM. */
 static int child_of(struct xray_stacks *s, uint32_t parent, int32_t func, uint32_t *node)
 {
-	struct hent *e = htab_get(&s->children, parent, (uint32_t)func);
+	uint32_t last = s->nodes[parent].last_child;
+	struct cent *e;
 	struct node *n;
 
+	if (last && s->nodes[last].func == func) {
+		*node = last;
+		return 0;
+	}
+	e = ctab_get(&s->children, (uint64_t)parent << 32 | (uint32_t)func);
 	if (!e)
 		return -ENOMEM;
-	if (e->v) {
-		*node = e->v;
+	if (e->node) {
+		*node = e->node;
+		s->nodes[parent].last_child = e->node;
 		return 0;
 	}
 	if (s->nnodes == s->nodes_cap) {
@@ -222,7 +298,11 @@ static int child_of(struct xray_stacks *s, uint32_t parent, int32_t func, uint32
 	n->depth = s->nodes[parent].depth + 1;
 	n->calls = 0;
 	n->closed = 0;
-	e->v = s->nnodes;
+	n->last_child = 0;
+	e->key = (uint64_t)parent << 32 | (uint32_t)func;
+	e->node = (uint32_t)s->nnodes;
+	s->children.count++;
+	s->nodes[parent].last_child = (uint32_t)s->nnodes;
 	*node = s->nnodes++;
 	return 0;
 }
@@ -238,12 +318,95 @@ static int64_t window_of(const struct xray_stacks *s, uint64_t tsc)
 	return w;
 }
 
+/* Add @ticks ending at @end to the cell (thread, node, window). */
+static int cell_add(struct xray_stacks *s, uint64_t thread, uint32_t node, int64_t w,
+		    uint64_t ticks, uint64_t end)
+{
+	struct hent *e = htab_get(&s->cell_map, thread << 32 | node, (uint64_t)w);
+
+	if (!e)
+		return -ENOMEM;
+	if (s->cell_map.count > MAX_CELLS)
+		return -E2BIG;
+	e->v += ticks;
+	if (end > e->w)
+		e->w = end;
+	return 0;
+}
+
+/* Move the thread's current window to the cell map. */
+static int flush_window(struct xray_stacks *s, struct thread *th)
+{
+	uint64_t thread = th - s->threads;
+	int err = 0;
+
+	for (size_t i = 0; i < th->ntouched; i++) {
+		const struct touch *t = &th->touched[i];
+
+		th->slot[t->node] = 0;
+		if (!err)
+			err = cell_add(s, thread, t->node, th->window, t->ticks, t->end);
+	}
+	th->ntouched = 0;
+	return err;
+}
+
+/* Add to @node in the thread's current window @w. @return 0, 1 when it cannot (use the cell map), -errno. */
+static int window_add(struct xray_stacks *s, struct thread *th, uint32_t node, int64_t w,
+		      uint64_t ticks, uint64_t end)
+{
+	struct touch *t;
+	int err;
+
+	if (!th->have_window || th->window != w) {
+		if (th->have_window && (err = flush_window(s, th)))
+			return err;
+		th->window = w;
+		th->have_window = true;
+	}
+	if (node >= th->slot_cap) {
+		size_t cap = th->slot_cap ? th->slot_cap : 1024;
+		uint32_t *p;
+
+		while (cap <= node)
+			cap *= 2;
+		if (s->slot_total - th->slot_cap + cap > MAX_SLOTS)
+			return 1;
+		p = realloc(th->slot, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + th->slot_cap, 0, (cap - th->slot_cap) * sizeof(*p));
+		s->slot_total += cap - th->slot_cap;
+		th->slot = p;
+		th->slot_cap = cap;
+	}
+	if (!th->slot[node]) {
+		if (th->ntouched == th->touched_cap) {
+			size_t cap = th->touched_cap ? th->touched_cap * 2 : 256;
+			struct touch *p = realloc(th->touched, cap * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			th->touched = p;
+			th->touched_cap = cap;
+		}
+		th->touched[th->ntouched] = (struct touch){ node, 0, 0 };
+		th->slot[node] = (uint32_t)++th->ntouched;
+	}
+	t = &th->touched[th->slot[node] - 1];
+	t->ticks += ticks;
+	if (end > t->end)
+		t->end = end;
+	return 0;
+}
+
 /* Give the ticks [from, to) of @th to @node, window by window. */
 static int account(struct xray_stacks *s, struct thread *th, uint32_t node, uint64_t from,
 		   uint64_t to)
 {
 	uint64_t thread = th - s->threads;
 	int64_t w = window_of(s, from), last = window_of(s, to - 1);
+	int err;
 
 	if ((uint64_t)(last - w) >= MAX_GAP_WINDOWS) {
 		s->stats.gaps++;
@@ -252,27 +415,51 @@ static int account(struct xray_stacks *s, struct thread *th, uint32_t node, uint
 	s->stats.self_ticks += to - from;
 	while (from < to) {
 		uint64_t end = s->base + (uint64_t)(w + 1) * s->window_ticks;
-		struct hent *e;
 
 		if (end > to || end <= from)
 			end = to;
-		e = htab_get(&s->cell_map, thread << 32 | node, (uint64_t)w);
-		if (!e)
-			return -ENOMEM;
-		if (s->cell_map.count > MAX_CELLS)
-			return -E2BIG;
-		e->v += end - from;
-		e->w = end;
+		err = window_add(s, th, node, w, end - from, end);
+		if (err == 1)
+			err = cell_add(s, thread, node, w, end - from, end);
+		if (err)
+			return err;
 		from = end;
 		w++;
 	}
 	return 0;
 }
 
+/*
+ * The number of frames of @func on @th's stack: an array for small ids (the
+ * common case, no hash probe per call), the on_stack hash otherwise. Made
+ * when @make; NULL when there is none yet (or, with @make, no memory).
+ */
+static uint64_t *count_of(struct xray_stacks *s, struct thread *th, int32_t func, bool make)
+{
+	struct hent *e;
+
+	if (func >= 0 && func < DENSE_FUNCS && !th->no_dense) {
+		if (th->counts)
+			return &th->counts[func];
+		if (!make)
+			return NULL;
+		/* the first count decides for the thread's whole life: its counts are never split */
+		if (s->slot_total + 2 * DENSE_FUNCS <= MAX_SLOTS &&
+		    (th->counts = calloc(DENSE_FUNCS, sizeof(*th->counts)))) {
+			s->slot_total += 2 * DENSE_FUNCS;
+			return &th->counts[func];
+		}
+		th->no_dense = true;
+	}
+	e = make ? htab_get(&s->on_stack, th - s->threads, (uint32_t)func) :
+		   htab_find(&s->on_stack, th - s->threads, (uint32_t)func);
+	return e ? &e->v : NULL;
+}
+
 static int push(struct xray_stacks *s, struct thread *th, int32_t func)
 {
 	uint32_t parent = th->depth ? th->stack[th->depth - 1].node : XRAY_STACKS_ROOT, node;
-	struct hent *count;
+	uint64_t *count;
 	int err;
 
 	if (th->depth == XRAY_STACKS_MAX_DEPTH || th->overflow) {
@@ -291,10 +478,10 @@ static int push(struct xray_stacks *s, struct thread *th, int32_t func)
 	}
 	if ((err = child_of(s, parent, func, &node)))
 		return err;
-	count = htab_get(&s->on_stack, th - s->threads, (uint32_t)func);
+	count = count_of(s, th, func, true);
 	if (!count)
 		return -ENOMEM;
-	count->v++;
+	(*count)++;
 	s->nodes[node].calls++;
 	th->stack[th->depth++] = (struct frame){ func, node };
 	return 0;
@@ -302,8 +489,7 @@ static int push(struct xray_stacks *s, struct thread *th, int32_t func)
 
 static void pop(struct xray_stacks *s, struct thread *th, int32_t func)
 {
-	uint64_t thread = th - s->threads;
-	struct hent *count;
+	uint64_t *count;
 	uint32_t i;
 
 	/* past the depth limit the frames are not known: an exit closes the last entry */
@@ -311,17 +497,17 @@ static void pop(struct xray_stacks *s, struct thread *th, int32_t func)
 		th->overflow--;
 		return;
 	}
-	count = htab_find(&s->on_stack, thread, (uint32_t)func);
-	if (!count || !count->v) {
+	count = count_of(s, th, func, false);
+	if (!count || !*count) {
 		s->stats.unmatched++;
 		return;
 	}
 	/* the innermost frame of @func: the frames above it never exited */
 	for (i = th->depth; i > 0 && th->stack[i - 1].func != func; i--) {
-		struct hent *c = htab_find(&s->on_stack, thread, (uint32_t)th->stack[i - 1].func);
+		uint64_t *c = count_of(s, th, th->stack[i - 1].func, false);
 
-		if (c && c->v)
-			c->v--;
+		if (c && *c)
+			(*c)--;
 		s->nodes[th->stack[i - 1].node].closed++;
 		s->stats.unwound++;
 	}
@@ -330,7 +516,7 @@ static void pop(struct xray_stacks *s, struct thread *th, int32_t func)
 		i--;
 		s->nodes[th->stack[i].node].closed++;
 	}
-	count->v--;
+	(*count)--;
 	th->depth = i;
 }
 
@@ -425,9 +611,13 @@ static int cell_cmp(const void *pa, const void *pb)
 int xray_stacks__finish(struct xray_stacks *s)
 {
 	size_t n = 0;
+	int err;
 
 	if (s->finished)
 		return 0;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if ((err = flush_window(s, &s->threads[i])))
+			return err;
 	s->cells = malloc((s->cell_map.count ? s->cell_map.count : 1) * sizeof(*s->cells));
 	if (!s->cells)
 		return -ENOMEM;
@@ -523,13 +713,17 @@ void xray_stacks__free(struct xray_stacks *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nthreads; i++)
+	for (size_t i = 0; i < s->nthreads; i++) {
 		free(s->threads[i].stack);
+		free(s->threads[i].slot);
+		free(s->threads[i].touched);
+		free(s->threads[i].counts);
+	}
 	free(s->threads);
 	free(s->nodes);
 	free(s->cells);
 	htab_release(&s->thread_ids);
-	htab_release(&s->children);
+	free(s->children.ents);
 	htab_release(&s->on_stack);
 	htab_release(&s->cell_map);
 	free(s);
