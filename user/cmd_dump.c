@@ -42,9 +42,10 @@ static void print_meta(const char *path, const struct profile_meta *m)
 {
 	printf("# %s: sfprof profile, created ", path);
 	print_time(m->created_ns);
-	printf(", %u Hz, %u-byte stacks%s%s\n", m->freq_hz, m->stack_size,
+	printf(", %u Hz, %u-byte stacks%s%s%s\n", m->freq_hz, m->stack_size,
 	       m->flags & PROFILE_F_SYSTEM_WIDE ? ", system-wide" : "",
-	       m->flags & PROFILE_F_COMMAND ? ", command" : "");
+	       m->flags & PROFILE_F_COMMAND ? ", command" : "",
+	       m->flags & PROFILE_F_WALL_NS ? ", weights in ns of wall time" : "");
 	printf("# host %s, kernel %s, machine %s\n", m->host ? m->host : "?",
 	       m->release ? m->release : "?", m->machine ? m->machine : "?");
 	if (m->cmdline)
