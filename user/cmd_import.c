@@ -32,7 +32,9 @@ static const char usage[] =
 	"them. The profile holds one sample per thread, stack and second of the trace,\n"
 	"weighted by nanoseconds of self time, so that `sfprof report`, `script` and\n"
 	"`export` show shares of time. Function ids are named through BINARY's\n"
-	"xray_instr_map and its symbols.\n"
+	"xray_instr_map and its symbols. Windows go to a temporary file next to\n"
+	"FILE as they close, so memory grows with distinct stacks, not with the\n"
+	"length of the traces; a profile that cannot be written whole is not kept.\n"
 	"\n"
 	"A damaged part of a trace costs that part: the rest is imported, the loss\n"
 	"is reported with its offset, the profile is marked as incomplete and the\n"
@@ -65,6 +67,7 @@ struct trace {
 	uint64_t losses, lost_bytes;
 	uint64_t offset_ns;	/* where the trace starts in the profile's time */
 	uint64_t mtime_ns;
+	uint64_t first_cell;	/* its cells' place in the spill */
 };
 
 struct import {
@@ -77,6 +80,14 @@ struct import {
 	size_t ntraces;
 	bool functions, map_only;
 	uint64_t unknown_ids;
+	/*
+	 * Windows are written here as they close, and read back once every
+	 * trace is read: the profile's times and clock offset need each
+	 * trace's first and last timestamps.
+	 */
+	FILE *spill;
+	uint64_t spilled;	/* cells */
+	int spill_err;		/* errno of a failed write to it */
 	/* writing */
 	struct profile_writer *w;
 	uint32_t module_id;
@@ -95,8 +106,51 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
+/* A file that is gone when closed, in the directory of @output (which has to have room anyway). */
+static FILE *open_spill(const char *output)
+{
+	const char *slash = strrchr(output, '/');
+	char *dir = slash ? strndup(output, slash == output ? 1 : (size_t)(slash - output)) :
+			    strdup(".");
+	FILE *f = NULL;
+	int fd;
+
+	if (!dir)
+		return NULL;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* a file system without O_TMPFILE: a named one, unlinked at once */
+		char *tmpl = malloc(strlen(dir) + sizeof("/.sfprof-import-XXXXXX"));
+
+		if (tmpl) {
+			sprintf(tmpl, "%s/.sfprof-import-XXXXXX", dir);
+			fd = mkostemp(tmpl, O_CLOEXEC);
+			if (fd >= 0)
+				unlink(tmpl);
+			free(tmpl);
+		}
+	}
+	if (fd >= 0 && !(f = fdopen(fd, "w+")))
+		close(fd);
+	free(dir);
+	return f;
+}
+
+static int spill_window(void *ctx, const struct xray_cell *cells, size_t n)
+{
+	struct import *im = ctx;
+
+	errno = 0;
+	if (fwrite(cells, sizeof(*cells), n, im->spill) != n) {
+		im->spill_err = errno ? errno : EIO;
+		return -im->spill_err;
+	}
+	im->spilled += n;
+	return 0;
+}
+
 /* Read one trace through its stacks; @return 0, or 1 after printing why it cannot be used. */
-static int read_trace(struct trace *t)
+static int read_trace(struct import *im, struct trace *t)
 {
 	char reason[160] = "";
 	struct xray_reader *r = NULL;
@@ -133,8 +187,9 @@ static int read_trace(struct trace *t)
 	t->hdr = *xray_reader__header(r);
 	t->freq = t->hdr.cycle_freq ? t->hdr.cycle_freq : 1000000000u;
 	/* windows are whole ticks: at a frequency below 1 Hz, a window is one tick */
+	t->first_cell = im->spilled;
 	t->stacks = xray_stacks__new(t->freq * WINDOW_NS / 1000000000u ?
-				     t->freq * WINDOW_NS / 1000000000u : 1);
+				     t->freq * WINDOW_NS / 1000000000u : 1, spill_window, im);
 	if (!t->stacks) {
 		fprintf(stderr, "sfprof import: out of memory\n");
 		goto out;
@@ -163,10 +218,15 @@ static int read_trace(struct trace *t)
 	}
 	if (!ret)
 		ret = xray_stacks__finish(t->stacks);
+	if (ret && im->spill_err) {
+		fprintf(stderr, "sfprof import: writing a temporary file next to %s: %s\n",
+			im->output, strerror(im->spill_err));
+		goto out;
+	}
 	if (ret) {
 		fprintf(stderr, "sfprof import: %s: %s\n", t->path, ret == -E2BIG ?
-			"its timestamps span more one-second windows than memory allows "
-			"(damaged timestamps?)" : strerror(-ret));
+			"its timestamps span more one-second windows than its records can "
+			"account for (damaged timestamps?)" : strerror(-ret));
 		goto out;
 	}
 	if (!xray_stacks__stats(t->stacks)->function_records) {
@@ -231,10 +291,7 @@ static uint64_t func_addr(struct import *im, int32_t id)
 	return UNKNOWN_FUNC_BASE | (uint32_t)id;
 }
 
-/*
- * The CBF bytes of @node of trace @t: every frame an exact pc, the function's
- * entry. Made again for each sample: the writer keeps each distinct stack once.
- */
+/* The CBF bytes of @node of trace @t: every frame an exact pc, the function's entry. */
 static int node_cbf(struct import *im, const struct trace *t, uint32_t node,
 		    const uint8_t **cbf, size_t *len)
 {
@@ -279,39 +336,74 @@ static int node_cbf(struct import *im, const struct trace *t, uint32_t node,
 	return 0;
 }
 
-/* One weighted sample per cell; weights telescope so that each stack's sum is its ticks in ns. */
+/*
+ * One weighted sample per cell, read back from the spill in the order the
+ * windows closed. Weights telescope: each (thread, stack)'s samples sum to
+ * its ticks in ns, rounded once.
+ */
 static int write_samples(struct import *im, const struct trace *t)
 {
 	const struct xray_stacks_stats *st = xray_stacks__stats(t->stacks);
-	uint64_t cum = 0, cum_ns = 0;
-	size_t ncells;
-	const struct xray_cell *cells = xray_stacks__cells(t->stacks, &ncells);
-	int err;
+	uint64_t left = xray_stacks__ncells(t->stacks);
+	size_t nnodes = xray_stacks__nnodes(t->stacks);
+	/* each node's stack id in the profile, 0 until it has one: encoded and interned once */
+	uint32_t *ids = calloc(nnodes, sizeof(*ids));
+	struct xray_cell cells[1024];
+	int err = 0;
 
-	for (size_t i = 0; i < ncells; i++) {
-		const struct xray_cell *c = &cells[i];
-		const struct xray_thread *th = xray_stacks__thread(t->stacks, c->thread);
-		struct profile_sample s = { .pid = th->pid, .tid = th->tid };
-		uint64_t ns;
+	if (!ids)
+		return -ENOMEM;
+	if (fseeko(im->spill, (off_t)(t->first_cell * sizeof(*cells)), SEEK_SET)) {
+		err = -errno;
+		goto out;
+	}
+	while (left) {
+		size_t n = left < 1024 ? left : 1024;
 
-		if (!i || c->thread != cells[i - 1].thread || c->node != cells[i - 1].node)
-			cum = cum_ns = 0;
-		cum += c->ticks;
-		ns = xray_ticks_to_ns(cum, t->freq) - cum_ns;
-		cum_ns += ns;
-		/* when the time it stands for ended: samples of a window fall inside it */
-		s.time_ns = t->offset_ns + xray_ticks_to_ns(c->end_tsc - st->first_tsc, t->freq);
-		if ((err = node_cbf(im, t, c->node, &s.ustack, &s.ustack_len)))
-			return err;
-		while (ns) {
-			s.weight = ns > UINT32_MAX ? UINT32_MAX : ns;
-			ns -= s.weight;
-			if ((err = profile_writer__sample(im->w, &s)))
-				return err;
-			im->samples++;
+		if (fread(cells, sizeof(*cells), n, im->spill) != n) {
+			err = ferror(im->spill) ? -EIO : -ENODATA;
+			goto out;
+		}
+		left -= n;
+		for (size_t i = 0; i < n; i++) {
+			const struct xray_cell *c = &cells[i];
+			const struct xray_thread *th;
+			struct profile_sample s;
+			uint64_t ns;
+
+			if (c->thread >= xray_stacks__nthreads(t->stacks) || c->node >= nnodes) {
+				err = -EIO;
+				goto out;
+			}
+			th = xray_stacks__thread(t->stacks, c->thread);
+			s = (struct profile_sample){ .pid = th->pid, .tid = th->tid };
+			ns = xray_ticks_to_ns(c->before + c->ticks, t->freq) -
+			     xray_ticks_to_ns(c->before, t->freq);
+			/* when the time it stands for ended: samples of a window fall inside it */
+			s.time_ns = t->offset_ns +
+				    xray_ticks_to_ns(c->end_tsc - st->first_tsc, t->freq);
+			if (!ids[c->node]) {
+				const uint8_t *cbf;
+				size_t len;
+
+				if ((err = node_cbf(im, t, c->node, &cbf, &len)) ||
+				    (err = profile_writer__stack(im->w, PROFILE_USER, cbf, len,
+								 &ids[c->node])))
+					goto out;
+			}
+			s.ustack_id = ids[c->node];
+			while (ns) {
+				s.weight = ns > UINT32_MAX ? UINT32_MAX : ns;
+				ns -= s.weight;
+				if ((err = profile_writer__sample(im->w, &s)))
+					goto out;
+				im->samples++;
+			}
 		}
 	}
-	return 0;
+out:
+	free(ids);
+	return err;
 }
 
 static int write_profile(struct import *im, bool failed, struct profile_diag *diag)
@@ -337,6 +429,13 @@ static int write_profile(struct import *im, bool failed, struct profile_diag *di
 	size_t nthreads = 0;
 	int err = 0;
 
+	/* the windows are all on disk before the profile replaces anything */
+	if (fflush(im->spill)) {
+		err = -errno;
+		snprintf(diag->reason, sizeof(diag->reason), "writing a temporary file next to %s: %s",
+			 im->output, strerror(-err));
+		return err;
+	}
 	/* (pid, tid) of every thread of every trace, each once, by pid */
 	for (size_t i = 0; i < im->ntraces; i++)
 		nthreads += xray_stacks__nthreads(im->traces[i].stacks);
@@ -378,7 +477,7 @@ static int write_profile(struct import *im, bool failed, struct profile_diag *di
 		if ((err = write_samples(im, &im->traces[i])))
 			goto fail;
 	free(threads);
-	err = profile_writer__close(im->w, failed, diag);
+	err = profile_writer__close_whole(im->w, failed, diag);
 	im->w = NULL;
 	return err;
 fail:
@@ -523,6 +622,8 @@ static void import_free(struct import *im)
 	free(im->binary_abs);
 	free(im->frames);
 	free(im->cbf_buf);
+	if (im->spill)
+		fclose(im->spill);
 }
 
 static int import_xray(int argc, char **argv)
@@ -594,11 +695,17 @@ static int import_xray(int argc, char **argv)
 		fprintf(stderr, "sfprof import: out of memory\n");
 		goto out;
 	}
+	im.spill = open_spill(im.output);
+	if (!im.spill) {
+		fprintf(stderr, "sfprof import: a temporary file next to %s: %s\n", im.output,
+			strerror(errno));
+		goto out;
+	}
 	for (int i = optind; i < argc; i++) {
 		struct trace *t = &im.traces[im.ntraces++];
 
 		t->path = argv[i];
-		if (read_trace(t))
+		if (read_trace(&im, t))
 			goto out;
 		xray_stacks__foreach_func(t->stacks, count_unknown, &im);
 		losses += t->losses;

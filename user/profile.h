@@ -70,7 +70,11 @@ struct profile_sample {
 	/* writing: the CBF bytes (len 0 = none); reading: the interned stacks, NULL = none */
 	const uint8_t *ustack, *kstack;
 	size_t ustack_len, kstack_len;
-	uint32_t ustack_id, kstack_id;	/* reading: ids, 0 = none */
+	/*
+	 * Ids, 0 = none. Writing: used when the bytes are not given, ids
+	 * from profile_writer__stack().
+	 */
+	uint32_t ustack_id, kstack_id;
 };
 
 struct profile_lost {
@@ -123,8 +127,18 @@ int profile_writer__mapping(struct profile_writer *w, const struct profile_mappi
 int profile_writer__module(struct profile_writer *w, const struct profile_module *m, uint32_t *id);
 
 /**
+ * profile_writer__stack() - intern a stack of @space (enum profile_space)
+ * without a sample, for samples that give its id rather than its bytes.
+ * @return its id in @id (0 for an empty stack), 0 or a negative errno.
+ */
+int profile_writer__stack(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
+			  uint32_t *id);
+
+/**
  * profile_writer__sample() - record a sample; its stacks are interned, so a
- * stack seen before costs only its id. @return 0 or a negative errno.
+ * stack seen before costs only its id. A stack given by id alone must have
+ * come from profile_writer__stack() of the same space: else -EINVAL.
+ * @return 0 or a negative errno.
  */
 int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s);
 
@@ -150,6 +164,14 @@ uint64_t profile_writer__samples(const struct profile_writer *w);
  * Frees @w whatever happens. @return 0 or the first error met while writing.
  */
 int profile_writer__close(struct profile_writer *w, bool failed, struct profile_diag *diag);
+
+/**
+ * profile_writer__close_whole() - the same, but a profile that cannot be
+ * written whole is not kept: the file is deleted and the one renamed away
+ * comes back, as with profile_writer__discard(). For profiles made from
+ * inputs that are still there (an import), where a part is worth nothing.
+ */
+int profile_writer__close_whole(struct profile_writer *w, bool failed, struct profile_diag *diag);
 
 /**
  * profile_writer__discard() - close and delete the file, restoring @path.old

@@ -46,6 +46,8 @@ struct profile_writer {
 	uint64_t block_started;	/* CLOCK_MONOTONIC_COARSE ns of its first record */
 	uint64_t prev_time;	/* of the last timed record in the block */
 	struct intern stacks, modules;
+	uint8_t *stack_space;	/* of each stack id, from 1: samples may give ids */
+	size_t stack_space_cap;
 	uint64_t samples, lost, blocks;
 	uint64_t first_time, last_time;
 	uint32_t processes;
@@ -360,6 +362,7 @@ static void writer_free(struct profile_writer *w)
 	free(w->scratch.p);
 	free(w->out.p);
 	intern_free(&w->stacks);
+	free(w->stack_space);
 	intern_free(&w->modules);
 	free(w->path);
 	free(w->old_path);
@@ -546,9 +549,20 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 		return w->err;
 	w->scratch.p[0] = space;
 	memcpy(w->scratch.p + 1, cbf, len);
+	/* room for a new one's space first: an id is never given without it */
+	if (w->stacks.count + 1 > w->stack_space_cap) {
+		size_t cap = w->stack_space_cap ? w->stack_space_cap * 2 : 1024;
+		uint8_t *p = realloc(w->stack_space, cap);
+
+		if (!p)
+			return -ENOMEM;
+		w->stack_space = p;
+		w->stack_space_cap = cap;
+	}
 	err = intern_get(&w->stacks, w->scratch.p, len + 1, id, &added);
 	if (err || !added)
 		return err;
+	w->stack_space[*id - 1] = space;
 	if (begin(w, len + 24))
 		return w->err;
 	put_varint(&w->scratch, *id);
@@ -557,13 +571,33 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 	return append(w, PROFILE_REC_STACK);
 }
 
+int profile_writer__stack(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
+			  uint32_t *id)
+{
+	if (space != PROFILE_USER && space != PROFILE_KERNEL)
+		return -EINVAL;
+	return stack_id(w, space, cbf, len, id);
+}
+
+/* A stack of a sample: its bytes, else an id interned before in that space. */
+static int sample_stack(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
+			uint32_t given, uint32_t *id)
+{
+	if (len || !given)
+		return stack_id(w, space, cbf, len, id);
+	if (given > w->stacks.count || w->stack_space[given - 1] != space)
+		return -EINVAL;
+	*id = given;
+	return 0;
+}
+
 int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s)
 {
 	uint32_t uid, kid;
 	int err;
 
-	if ((err = stack_id(w, PROFILE_USER, s->ustack, s->ustack_len, &uid)) ||
-	    (err = stack_id(w, PROFILE_KERNEL, s->kstack, s->kstack_len, &kid)))
+	if ((err = sample_stack(w, PROFILE_USER, s->ustack, s->ustack_len, s->ustack_id, &uid)) ||
+	    (err = sample_stack(w, PROFILE_KERNEL, s->kstack, s->kstack_len, s->kstack_id, &kid)))
 		return err;
 	if (begin(w, 64))
 		return w->err;
@@ -601,7 +635,8 @@ uint64_t profile_writer__samples(const struct profile_writer *w)
 	return w->samples;
 }
 
-int profile_writer__close(struct profile_writer *w, bool failed, struct profile_diag *diag)
+/* Flush, write the trailer and close; on an error keep the blocks written, or with !@keep nothing. */
+static int finish(struct profile_writer *w, bool failed, bool keep, struct profile_diag *diag)
 {
 	uint8_t t[PROFILE_TRAILER_SIZE];
 	int err;
@@ -623,6 +658,13 @@ int profile_writer__close(struct profile_writer *w, bool failed, struct profile_
 	}
 	if (close(w->fd) < 0 && !err)
 		err = -errno;
+	w->fd = -1;
+	if (err && !keep) {
+		set_reason(diag, "%s: %s; nothing written%s", w->path, strerror(-err),
+			   w->old_path ? ", the file there before is back" : "");
+		profile_writer__discard(w);
+		return err;
+	}
 	if (err)
 		set_reason(diag, "%s: %s; the blocks written before the error are kept", w->path,
 			   strerror(-err));
@@ -630,11 +672,22 @@ int profile_writer__close(struct profile_writer *w, bool failed, struct profile_
 	return err;
 }
 
+int profile_writer__close(struct profile_writer *w, bool failed, struct profile_diag *diag)
+{
+	return finish(w, failed, true, diag);
+}
+
+int profile_writer__close_whole(struct profile_writer *w, bool failed, struct profile_diag *diag)
+{
+	return finish(w, failed, false, diag);
+}
+
 void profile_writer__discard(struct profile_writer *w)
 {
 	if (!w)
 		return;
-	close(w->fd);
+	if (w->fd >= 0)
+		close(w->fd);
 	unlink(w->path);
 	if (w->old_path)
 		rename(w->old_path, w->path);

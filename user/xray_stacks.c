@@ -12,13 +12,6 @@
  */
 #define MAX_GAP_WINDOWS (1u << 16)
 
-/*
- * More (thread, stack, window) cells than this (about 1.5 GiB) is refused
- * rather than exhausting memory: timestamps that jump by hours at every
- * record open a window each.
- */
-#define MAX_CELLS (1u << 25)
-
 /* Open addressing from a key of two u64 to two u64; the all-ones key marks a free slot. */
 struct htab {
 	struct hent {
@@ -80,7 +73,7 @@ struct frame {
 	uint32_t node;
 };
 
-/* Self time of one stack in a thread's current window, before it goes to the cell map. */
+/* Self time of one stack in a thread's current window, until the window closes. */
 struct touch {
 	uint32_t node;
 	uint64_t ticks;
@@ -91,16 +84,20 @@ struct thread {
 	struct xray_thread pub;
 	/*
 	 * The current window's self time, indexed by node: slot[node] is 1 +
-	 * the node's index in touched[] (0: not yet in this window). Moved to
-	 * the cell map when the thread's window changes, so that the per-record
-	 * path is an array access, not a hash probe.
+	 * the node's index in touched[] (0: not yet in this window), so that
+	 * the per-record path is an array access, not a hash probe;
+	 * total[node] is the node's ticks in the windows closed. Without the
+	 * arrays (too many threads times nodes) the totals map holds both.
 	 */
 	uint32_t *slot;
+	uint64_t *total;
 	size_t slot_cap;
 	struct touch *touched;
 	size_t ntouched, touched_cap;
 	int64_t window;
+	uint32_t gen;		/* windows closed: marks the totals map's slots of this one */
 	bool have_window;
+	bool no_slots;		/* decided once: no slot array, the totals map instead */
 	/* frames of each function on the stack, for ids below DENSE_FUNCS (else on_stack) */
 	uint64_t *counts;
 	bool no_dense;		/* decided once: this thread keeps all its counts in on_stack */
@@ -124,17 +121,31 @@ struct xray_stacks {
 	struct htab thread_ids;	/* (pid, tid) -> thread index */
 	struct ctab children;	/* (parent, func) -> node */
 	struct htab on_stack;	/* (thread, func) -> frames of func on that thread's stack */
-	struct htab cell_map;	/* (thread << 32 | node, window) -> ticks, end of its last interval */
-	struct xray_cell *cells;
-	size_t ncells;
-	size_t slot_total;	/* slot[] entries of all threads: bounded by MAX_SLOTS */
+	/*
+	 * For threads without slot arrays: (thread, node) -> ticks in the
+	 * windows closed, gen << 32 | 1 + index in touched[].
+	 */
+	struct htab totals;
+	xray_window_fn fn;
+	void *ctx;
+	struct xray_cell *out;	/* a window's cells, as given to fn */
+	size_t out_cap;
+	uint64_t ncells;
+	size_t slot_total;	/* 4-byte units of all threads' arrays: bounded by MAX_SLOTS */
 };
 
 /* Function ids whose on-stack counts a thread keeps in an array rather than the hash. */
 #define DENSE_FUNCS 4096
 
-/* Per-thread node arrays, all threads together (1 GiB); past it the cell map is used directly. */
+/*
+ * Per-thread arrays, in 4-byte units, all threads together (1 GiB); past it
+ * the totals map is used. Set lower by a unit test, to take the map's path.
+ */
+#ifdef XRAY_STACKS_MAX_SLOTS
+#define MAX_SLOTS XRAY_STACKS_MAX_SLOTS
+#else
 #define MAX_SLOTS (1u << 28)
+#endif
 
 static uint64_t mix(uint64_t a, uint64_t b)
 {
@@ -198,6 +209,23 @@ static void htab_release(struct htab *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Make room in *@v for one more than @n elements of @size, doubling from @first. @return 0 or -ENOMEM. */
+static int room_for_one(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	void **pp = v, *p;
+	size_t c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : first;
+	p = realloc(*pp, c * size);
+	if (!p)
+		return -ENOMEM;
+	*pp = p;
+	*cap = c;
+	return 0;
+}
+
 uint64_t xray_ticks_to_ns(uint64_t ticks, uint64_t freq)
 {
 	if (!freq || freq == 1000000000u)
@@ -205,7 +233,7 @@ uint64_t xray_ticks_to_ns(uint64_t ticks, uint64_t freq)
 	return (uint64_t)((unsigned __int128)ticks * 1000000000u / freq);
 }
 
-struct xray_stacks *xray_stacks__new(uint64_t window_ticks)
+struct xray_stacks *xray_stacks__new(uint64_t window_ticks, xray_window_fn fn, void *ctx)
 {
 	struct xray_stacks *s;
 
@@ -217,6 +245,8 @@ struct xray_stacks *xray_stacks__new(uint64_t window_ticks)
 	if (!s)
 		return NULL;
 	s->window_ticks = window_ticks;
+	s->fn = fn;
+	s->ctx = ctx;
 	s->nodes = calloc(64, sizeof(*s->nodes));
 	if (!s->nodes) {
 		free(s);
@@ -243,15 +273,8 @@ static struct thread *thread_of(struct xray_stacks *s, uint32_t pid, uint32_t ti
 	if (!e)
 		return NULL;
 	if (!e->v) {
-		if (s->nthreads == s->threads_cap) {
-			size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
-			struct thread *p = realloc(s->threads, cap * sizeof(*p));
-
-			if (!p)
-				return NULL;
-			s->threads = p;
-			s->threads_cap = cap;
-		}
+		if (room_for_one(&s->threads, s->nthreads, &s->threads_cap, sizeof(*s->threads), 16))
+			return NULL;
 		th = &s->threads[s->nthreads];
 		memset(th, 0, sizeof(*th));
 		th->pub.pid = pid;
@@ -281,16 +304,8 @@ static int child_of(struct xray_stacks *s, uint32_t parent, int32_t func, uint32
 		s->nodes[parent].last_child = e->node;
 		return 0;
 	}
-	if (s->nnodes == s->nodes_cap) {
-		size_t cap = s->nodes_cap * 2;
-		struct node *p = realloc(s->nodes, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		s->nodes = p;
-		s->nodes_cap = cap;
-	}
-	if (s->nnodes >= UINT32_MAX)
+	if (s->nnodes >= UINT32_MAX ||
+	    room_for_one(&s->nodes, s->nnodes, &s->nodes_cap, sizeof(*s->nodes), 64))
 		return -ENOMEM;
 	n = &s->nodes[s->nnodes];
 	n->parent = parent;
@@ -318,40 +333,129 @@ static int64_t window_of(const struct xray_stacks *s, uint64_t tsc)
 	return w;
 }
 
-/* Add @ticks ending at @end to the cell (thread, node, window). */
-static int cell_add(struct xray_stacks *s, uint64_t thread, uint32_t node, int64_t w,
-		    uint64_t ticks, uint64_t end)
-{
-	struct hent *e = htab_get(&s->cell_map, thread << 32 | node, (uint64_t)w);
-
-	if (!e)
-		return -ENOMEM;
-	if (s->cell_map.count > MAX_CELLS)
-		return -E2BIG;
-	e->v += ticks;
-	if (end > e->w)
-		e->w = end;
-	return 0;
-}
-
-/* Move the thread's current window to the cell map. */
+/* Give the thread's current window to fn and forget it. */
 static int flush_window(struct xray_stacks *s, struct thread *th)
 {
 	uint64_t thread = th - s->threads;
-	int err = 0;
+	size_t n = th->ntouched;
 
-	for (size_t i = 0; i < th->ntouched; i++) {
+	if (!n)
+		return 0;
+	if (n > s->out_cap) {
+		struct xray_cell *p = realloc(s->out, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->out = p;
+		s->out_cap = n;
+	}
+	for (size_t i = 0; i < n; i++) {
 		const struct touch *t = &th->touched[i];
+		uint64_t *total;
 
-		th->slot[t->node] = 0;
-		if (!err)
-			err = cell_add(s, thread, t->node, th->window, t->ticks, t->end);
+		if (th->slot) {
+			th->slot[t->node] = 0;
+			total = &th->total[t->node];
+		} else {
+			struct hent *e = htab_get(&s->totals, thread, t->node);
+
+			if (!e)
+				return -ENOMEM;
+			total = &e->v;
+		}
+		s->out[i] = (struct xray_cell){ (uint32_t)thread, t->node, th->window, t->ticks,
+						t->end, *total };
+		*total += t->ticks;
 	}
 	th->ntouched = 0;
-	return err;
+	th->gen++;
+	s->ncells += n;
+	if (s->ncells > 2 * s->stats.function_records + XRAY_STACKS_EXTRA_CELLS)
+		return -E2BIG;
+	return s->fn(s->ctx, s->out, n);
 }
 
-/* Add to @node in the thread's current window @w. @return 0, 1 when it cannot (use the cell map), -errno. */
+/*
+ * Make the thread's slot and total arrays cover @node. @return 0, 1 when
+ * they cannot (too many threads times nodes: the totals map takes over),
+ * -ENOMEM.
+ */
+static int grow_slots(struct xray_stacks *s, struct thread *th, uint32_t node)
+{
+	size_t cap = th->slot_cap ? th->slot_cap : 1024;
+	uint32_t *p;
+	uint64_t *q;
+
+	while (cap <= node)
+		cap *= 2;
+	if (s->slot_total - 3 * th->slot_cap + 3 * cap > MAX_SLOTS) {
+		/* from now on the totals map holds what the arrays held */
+		for (size_t i = 0; i < th->slot_cap; i++) {
+			struct hent *e;
+
+			if (!th->total[i] && !th->slot[i])
+				continue;
+			e = htab_get(&s->totals, th - s->threads, i);
+			if (!e)
+				return -ENOMEM;
+			e->v = th->total[i];
+			e->w = (uint64_t)th->gen << 32 | th->slot[i];
+		}
+		s->slot_total -= 3 * th->slot_cap;
+		free(th->slot);
+		free(th->total);
+		th->slot = NULL;
+		th->total = NULL;
+		th->slot_cap = 0;
+		th->no_slots = true;
+		return 1;
+	}
+	p = realloc(th->slot, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	th->slot = p;
+	q = realloc(th->total, cap * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	th->total = q;
+	memset(p + th->slot_cap, 0, (cap - th->slot_cap) * sizeof(*p));
+	memset(q + th->slot_cap, 0, (cap - th->slot_cap) * sizeof(*q));
+	s->slot_total += 3 * (cap - th->slot_cap);
+	th->slot_cap = cap;
+	return 0;
+}
+
+/* @node's self time in the thread's current window, made when new; NULL when out of memory. */
+static struct touch *touch_of(struct xray_stacks *s, struct thread *th, uint32_t node)
+{
+	struct hent *e = NULL;
+	uint32_t at;
+
+	if (!th->no_slots && node >= th->slot_cap && grow_slots(s, th, node) < 0)
+		return NULL;
+	if (th->slot) {
+		at = th->slot[node];
+	} else {
+		e = htab_get(&s->totals, th - s->threads, node);
+		if (!e)
+			return NULL;
+		/* a slot of a window closed since is no slot */
+		at = e->w >> 32 == th->gen ? (uint32_t)e->w : 0;
+	}
+	if (at)
+		return &th->touched[at - 1];
+	if (room_for_one(&th->touched, th->ntouched, &th->touched_cap, sizeof(*th->touched), 256))
+		return NULL;
+	th->touched[th->ntouched] = (struct touch){ node, 0, 0 };
+	at = (uint32_t)++th->ntouched;
+	if (th->slot)
+		th->slot[node] = at;
+	else
+		e->w = (uint64_t)th->gen << 32 | at;
+	return &th->touched[at - 1];
+}
+
+/* Add to @node in the thread's current window @w. @return 0 or -errno. */
 static int window_add(struct xray_stacks *s, struct thread *th, uint32_t node, int64_t w,
 		      uint64_t ticks, uint64_t end)
 {
@@ -364,36 +468,9 @@ static int window_add(struct xray_stacks *s, struct thread *th, uint32_t node, i
 		th->window = w;
 		th->have_window = true;
 	}
-	if (node >= th->slot_cap) {
-		size_t cap = th->slot_cap ? th->slot_cap : 1024;
-		uint32_t *p;
-
-		while (cap <= node)
-			cap *= 2;
-		if (s->slot_total - th->slot_cap + cap > MAX_SLOTS)
-			return 1;
-		p = realloc(th->slot, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		memset(p + th->slot_cap, 0, (cap - th->slot_cap) * sizeof(*p));
-		s->slot_total += cap - th->slot_cap;
-		th->slot = p;
-		th->slot_cap = cap;
-	}
-	if (!th->slot[node]) {
-		if (th->ntouched == th->touched_cap) {
-			size_t cap = th->touched_cap ? th->touched_cap * 2 : 256;
-			struct touch *p = realloc(th->touched, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			th->touched = p;
-			th->touched_cap = cap;
-		}
-		th->touched[th->ntouched] = (struct touch){ node, 0, 0 };
-		th->slot[node] = (uint32_t)++th->ntouched;
-	}
-	t = &th->touched[th->slot[node] - 1];
+	t = touch_of(s, th, node);
+	if (!t)
+		return -ENOMEM;
 	t->ticks += ticks;
 	if (end > t->end)
 		t->end = end;
@@ -404,7 +481,6 @@ static int window_add(struct xray_stacks *s, struct thread *th, uint32_t node, i
 static int account(struct xray_stacks *s, struct thread *th, uint32_t node, uint64_t from,
 		   uint64_t to)
 {
-	uint64_t thread = th - s->threads;
 	int64_t w = window_of(s, from), last = window_of(s, to - 1);
 	int err;
 
@@ -418,10 +494,7 @@ static int account(struct xray_stacks *s, struct thread *th, uint32_t node, uint
 
 		if (end > to || end <= from)
 			end = to;
-		err = window_add(s, th, node, w, end - from, end);
-		if (err == 1)
-			err = cell_add(s, thread, node, w, end - from, end);
-		if (err)
+		if ((err = window_add(s, th, node, w, end - from, end)))
 			return err;
 		from = end;
 		w++;
@@ -597,43 +670,18 @@ void xray_stacks__break(struct xray_stacks *s)
 		s->threads[i].have_last = false;
 }
 
-static int cell_cmp(const void *pa, const void *pb)
-{
-	const struct xray_cell *a = pa, *b = pb;
-
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	if (a->node != b->node)
-		return a->node < b->node ? -1 : 1;
-	return a->window < b->window ? -1 : a->window > b->window;
-}
-
 int xray_stacks__finish(struct xray_stacks *s)
 {
-	size_t n = 0;
 	int err;
 
 	if (s->finished)
 		return 0;
+	s->finished = true;
 	for (size_t i = 0; i < s->nthreads; i++)
 		if ((err = flush_window(s, &s->threads[i])))
 			return err;
-	s->cells = malloc((s->cell_map.count ? s->cell_map.count : 1) * sizeof(*s->cells));
-	if (!s->cells)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->cell_map.cap; i++) {
-		const struct hent *e = &s->cell_map.ents[i];
-
-		if (e->a == UINT64_MAX && e->b == UINT64_MAX)
-			continue;
-		s->cells[n++] = (struct xray_cell){ e->a >> 32, (uint32_t)e->a, (int64_t)e->b, e->v,
-						    e->w };
-	}
-	s->ncells = n;
-	qsort(s->cells, n, sizeof(*s->cells), cell_cmp);
-	htab_release(&s->cell_map);
+	htab_release(&s->totals);
 	htab_release(&s->on_stack);
-	s->finished = true;
 	return 0;
 }
 
@@ -672,10 +720,9 @@ uint32_t xray_stacks__node(const struct xray_stacks *s, uint32_t node, int32_t *
 	return n->depth;
 }
 
-const struct xray_cell *xray_stacks__cells(const struct xray_stacks *s, size_t *n)
+uint64_t xray_stacks__ncells(const struct xray_stacks *s)
 {
-	*n = s->ncells;
-	return s->cells;
+	return s->ncells;
 }
 
 int xray_stacks__foreach_func(const struct xray_stacks *s,
@@ -716,15 +763,16 @@ void xray_stacks__free(struct xray_stacks *s)
 	for (size_t i = 0; i < s->nthreads; i++) {
 		free(s->threads[i].stack);
 		free(s->threads[i].slot);
+		free(s->threads[i].total);
 		free(s->threads[i].touched);
 		free(s->threads[i].counts);
 	}
 	free(s->threads);
 	free(s->nodes);
-	free(s->cells);
+	free(s->out);
 	htab_release(&s->thread_ids);
 	free(s->children.ents);
 	htab_release(&s->on_stack);
-	htab_release(&s->cell_map);
+	htab_release(&s->totals);
 	free(s);
 }

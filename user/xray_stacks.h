@@ -22,8 +22,11 @@
  *   time of the stack that was current between them (none when it was empty).
  *
  * Stacks are interned in a trie of (parent, function) nodes, and self time
- * is summed per (thread, node, window), windows being fixed spans of ticks:
- * memory grows with distinct stacks and windows, not with the trace.
+ * is summed per (thread, node, window), windows being fixed spans of ticks.
+ * Only each thread's current window is held: when a thread's next interval
+ * falls in another window, the one it leaves is handed to the caller and
+ * forgotten. Memory grows with distinct stacks and threads, not with the
+ * length of the trace.
  */
 
 /* A stack: node 0 is the empty stack, the others have a parent and a function. */
@@ -59,23 +62,39 @@ struct xray_cell {
 	int64_t window;			/* (tsc - base) / window ticks, base: the first record's */
 	uint64_t ticks;
 	uint64_t end_tsc;		/* where the last interval counted in it ended */
+	uint64_t before;		/* ticks of this thread and node in the cells given before */
 };
+
+/*
+ * Cells beyond two per function record and this many are refused: only
+ * timestamps that jump by hours at every record open that many windows.
+ */
+#define XRAY_STACKS_EXTRA_CELLS (1u << 24)
 
 struct xray_stacks;
 
 /**
+ * xray_window_fn - a thread's window is closed: its cells (one thread, one
+ * window, each node once). A window may be given again when a thread's
+ * timestamps go back to it (after a loss). A non-zero return (-errno) stops
+ * the import: xray_stacks__add() or __finish() returns it.
+ */
+typedef int (*xray_window_fn)(void *ctx, const struct xray_cell *cells, size_t n);
+
+/**
  * xray_stacks__new() - start rebuilding the stacks of one trace.
  * @window_ticks: the span of a window, in the trace's ticks (at least 1).
+ * @fn, @ctx: given each window as it closes.
  *
  * @return the object, or NULL with errno set (EINVAL, ENOMEM).
  */
-struct xray_stacks *xray_stacks__new(uint64_t window_ticks);
+struct xray_stacks *xray_stacks__new(uint64_t window_ticks, xray_window_fn fn, void *ctx);
 
 /**
  * xray_stacks__add() - account one record, in file order.
- * @return 0, -ENOMEM, -E2BIG when the timestamps open more windows than
- * memory allows (about 32 million cells: a damaged trace), or -EINVAL after
- * xray_stacks__finish().
+ * @return 0, -ENOMEM, -E2BIG when the timestamps open more windows than the
+ * records can account for (see XRAY_STACKS_EXTRA_CELLS: a damaged trace),
+ * what @fn returned, or -EINVAL after xray_stacks__finish().
  */
 int xray_stacks__add(struct xray_stacks *s, const struct xray_record *rec);
 
@@ -86,8 +105,9 @@ int xray_stacks__add(struct xray_stacks *s, const struct xray_record *rec);
 void xray_stacks__break(struct xray_stacks *s);
 
 /**
- * xray_stacks__finish() - no more records: sort the cells by thread, node
- * and window. @return 0 or -ENOMEM (the object is then unusable).
+ * xray_stacks__finish() - no more records: give every thread's last window.
+ * Stacks, threads and counts stay readable. @return 0, -ENOMEM, or what
+ * @fn returned (the object is then unusable for records).
  */
 int xray_stacks__finish(struct xray_stacks *s);
 
@@ -110,8 +130,8 @@ size_t xray_stacks__nnodes(const struct xray_stacks *s);
 uint32_t xray_stacks__node(const struct xray_stacks *s, uint32_t node, int32_t *func,
 			   uint32_t *parent);
 
-/** @return the cells after xray_stacks__finish(), sorted by thread, node, window; @n their count. */
-const struct xray_cell *xray_stacks__cells(const struct xray_stacks *s, size_t *n);
+/** @return the number of cells given to the window function so far. */
+uint64_t xray_stacks__ncells(const struct xray_stacks *s);
 
 /**
  * xray_stacks__foreach_func() - each function entered, in no particular

@@ -18,10 +18,12 @@ It then times, in one run, on the same trace (page cache warm):
 and prints, for each, wall time, records per second and memory: the peak
 resident set (ru_maxrss: anonymous memory and the file pages it touched,
 the trace included when it is mapped) and the peak anonymous memory
-(RssAnon sampled every 5 ms). Then it imports a trace twice as long with
-the same stacks and prints how sfprof's memory moved: one that runs twice as
-long, and one with twice the records in the same time (the same requests,
-twice as fast). sfprof sums time per (thread, stack, one-second window).
+(RssAnon sampled every 5 ms). Then it imports traces with the same stacks
+and prints how sfprof's memory moved: twice the records over twice the time,
+twice the records in the same time (the same requests, twice as fast), and
+the same records over ten times the time. sfprof sums time per (thread,
+stack, one-second window) and writes each window out as it closes: none of
+the three should cost more memory.
 
 sfprof's profile is checked against the construction: `sfprof export
 --format collapsed` must give each stack's self time exactly. Figures only:
@@ -61,8 +63,8 @@ class Episode:
     __slots__ = ('data', 'records', 'funcs', 'ticks', 'self_ticks', 'gap', 'outer')
 
 
-def make_episodes(seed, fids, count, depth, spec, halve=False):
-    """@count requests; with @halve, the same calls in half the time."""
+def make_episodes(seed, fids, count, depth, spec, halve=False, stretch=1):
+    """@count requests; with @halve, the same calls in half the time; @stretch times slower."""
     rng = random.Random(seed)
     eps = []
     for _ in range(count):
@@ -75,6 +77,9 @@ def make_episodes(seed, fids, count, depth, spec, halve=False):
             for ev in th.events:
                 ev.t //= 2
             e.gap //= 2
+        for ev in th.events:
+            ev.t *= stretch
+        e.gap *= stretch
         parts, prev, recs, funcs = [], -e.gap, 0, 0
         for ev in th.events:
             parts.append(g.func(spec, g.ACTIONS[ev.kind], ev.fid, ev.t - prev))
@@ -263,17 +268,20 @@ def bench(a, work):
     spec = g.Spec([], version=5, freq=FREQ)
     episodes = make_episodes(a.seed, fids, a.episodes, a.depth, spec)
     dense = make_episodes(a.seed, fids, a.episodes, a.depth, spec, halve=True)
+    slow = make_episodes(a.seed, fids, a.episodes, a.depth, spec, stretch=10)
     trace = os.path.join(work, 'big.xray')
-    traces2 = [('twice as long', os.path.join(work, 'long.xray'), episodes),
-               ('twice as dense', os.path.join(work, 'dense.xray'), dense)]
+    # (what, path, requests, size in units of the trace's)
+    traces2 = [('twice as long', os.path.join(work, 'long.xray'), episodes, 2),
+               ('twice as dense', os.path.join(work, 'dense.xray'), dense, 2),
+               ('10x slower', os.path.join(work, 'slow.xray'), slow, 1)]
     size, recs, funcs, ticks = write_trace(trace, episodes, outer, a.threads, a.mb * 10**6, a.seed)
     log(f'trace:  {size / 1e6:.1f} MB, FDR version 5, {a.threads} threads, {recs} records '
         f'({funcs} function records), {len(ticks)} distinct stacks, '
         f'{a.funcs} functions, stacks up to {a.depth + 2} frames, '
         f'{span_s(ticks, a.threads):.2f} s of trace time per thread')
     written2 = []
-    for what, path, pool in traces2:
-        w2 = write_trace(path, pool, outer, a.threads, 2 * a.mb * 10**6, a.seed + 1)
+    for what, path, pool, times in traces2:
+        w2 = write_trace(path, pool, outer, a.threads, times * a.mb * 10**6, a.seed + 1)
         written2.append(w2)
         log(f'{what}: {w2[0] / 1e6:.1f} MB, {w2[1]} records ({w2[2]} function records), '
             f'{len(w2[3])} distinct stacks, {span_s(w2[3], a.threads):.2f} s per thread')
@@ -307,9 +315,10 @@ def bench(a, work):
             f'{mib(lb.hwm_kb)} {mib(lb.anon_kb)}')
         log(f'sfprof is {lb.wall / s.wall:.1f}x faster than llvm-xray-16 stack, with '
             f'{lb.hwm_kb / max(s.hwm_kb, 1):.1f}x less peak RSS')
-    # twice the records, the same stacks: over twice the time, or in the same time
+    # the same stacks: twice the records over twice the time or in the same time, or the
+    # same records over ten times the time (ten times the one-second windows)
     ok2 = True
-    for (what, path, _), (size2, recs2, _, ticks2) in zip(traces2, written2):
+    for (what, path, _, _), (size2, recs2, _, ticks2) in zip(traces2, written2):
         runs2 = []
         for _ in range(a.reps):
             if os.path.exists(out):
@@ -328,7 +337,7 @@ def bench(a, work):
             f'({(s2.hwm_kb - s.hwm_kb) / 1024:+.1f}, {(s2.anon_kb - s.anon_kb) / 1024:+.1f} MiB)')
     log('')
     log(f'sfprof self time per stack equals the construction: {"yes" if ok else "NO"} '
-        f'(trace), {"yes" if ok2 else "NO"} (the two traces twice as large)')
+        f'(trace), {"yes" if ok2 else "NO"} (the three others)')
     if not ok:
         diff = [(k, want.get(k, 0), got.get(k, 0)) for k in set(want) | set(got)
                 if want.get(k, 0) != got.get(k, 0)]

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Fuzz target: read the input as an XRay trace, every record and loss, and check the reader's promises. */
+/*
+ * Fuzz target: read the input as an XRay trace, every record and loss, and
+ * check the reader's promises; rebuild its stacks as `sfprof import xray`
+ * does and check the windows given.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,6 +13,7 @@
 #include <string.h>
 
 #include "xray.h"
+#include "xray_stacks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -83,6 +88,34 @@ static void check_record(const uint8_t *data, size_t size, const struct xray_hea
 	}
 }
 
+/* What the windows given so far add up to. */
+struct windows {
+	struct xray_stacks *s;
+	uint64_t ticks, cells;
+};
+
+static int check_window(void *ctx, const struct xray_cell *cells, size_t n)
+{
+	struct windows *w = ctx;
+
+	if (!n)
+		broken("an empty window");
+	for (size_t i = 0; i < n; i++) {
+		const struct xray_cell *c = &cells[i];
+
+		if (c->thread != cells[0].thread || c->window != cells[0].window)
+			broken("a window of two threads or windows");
+		if (c->thread >= xray_stacks__nthreads(w->s) || !c->node ||
+		    c->node >= xray_stacks__nnodes(w->s))
+			broken("cell of thread %u node %u", c->thread, c->node);
+		if (!c->ticks)
+			broken("a cell without time");
+		w->ticks += c->ticks;
+	}
+	w->cells += n;
+	return 0;
+}
+
 /* Read the whole trace; @return the number of results, and a digest of them in @digest. */
 static size_t read_all(const uint8_t *data, size_t size, uint64_t *digest)
 {
@@ -94,11 +127,14 @@ static size_t read_all(const uint8_t *data, size_t size, uint64_t *digest)
 	uint64_t floor = 32, last_rec = 0, d = 0;
 	bool any_rec = false;
 	size_t n = 0;
-	int ret;
+	int ret, err;
+	/* windows of 2^40 ticks: damaged timestamps open few, so that an input stays quick */
+	struct windows win = { xray_stacks__new(1ull << 40, check_window, &win), 0, 0 };
 
 	if (!r) {
 		if (errno != EBADMSG && errno != ENOTSUP && errno != ENOMEM)
 			broken("xray_reader__new: errno %d", errno);
+		xray_stacks__free(win.s);
 		if (!reason[0])
 			broken("xray_reader__new failed without a reason");
 		if (size >= 32 && errno == EBADMSG && !strstr(reason, "not an XRay trace"))
@@ -124,6 +160,8 @@ static size_t read_all(const uint8_t *data, size_t size, uint64_t *digest)
 				broken("loss without a reason");
 			floor = loss.offset + loss.bytes;
 			d = d * 31 + loss.offset * 7 + loss.bytes;
+			if (win.s)
+				xray_stacks__break(win.s);
 			continue;
 		}
 		if (ret != 1)
@@ -135,12 +173,30 @@ static size_t read_all(const uint8_t *data, size_t size, uint64_t *digest)
 		any_rec = true;
 		last_rec = rec.offset;
 		d = d * 31 + rec.offset + rec.kind + rec.tsc + rec.tid;
+		if (win.s && (err = xray_stacks__add(win.s, &rec))) {
+			if (err != -ENOMEM && err != -E2BIG)
+				broken("xray_stacks__add: %d", err);
+			xray_stacks__free(win.s);
+			win.s = NULL;
+		}
 	}
 	if (ret != 0)
 		broken("next returned %d", ret);
 	if (xray_reader__next(r, &rec, &loss) != 0)
 		broken("no longer at the end");
 	xray_reader__free(r);
+	if (win.s) {
+		err = xray_stacks__finish(win.s);
+		if (err && err != -ENOMEM && err != -E2BIG)
+			broken("xray_stacks__finish: %d", err);
+		/* all the time counted was given, in cells of one window each */
+		if (!err && (win.ticks != xray_stacks__stats(win.s)->self_ticks ||
+			     win.cells != xray_stacks__ncells(win.s)))
+			broken("windows of %llu ticks in %llu cells; %llu ticks counted",
+			       (unsigned long long)win.ticks, (unsigned long long)win.cells,
+			       (unsigned long long)xray_stacks__stats(win.s)->self_ticks);
+		xray_stacks__free(win.s);
+	}
 	*digest = d;
 	return n;
 }

@@ -1245,6 +1245,125 @@ static void test_writer_counters_and_args(void **state)
 	free(path);
 }
 
+/* Samples may name a stack interned before by its id instead of repeating its bytes. */
+static void test_sample_by_stack_id(void **state)
+{
+	char *path = path_join_or_fail(*state, "ids.data");
+	struct profile_diag diag = { "" };
+	struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+	static const uint8_t ubytes[] = { 0x01, 0x02, 0x03 }, kbytes[] = { 0x04, 0x05 };
+	struct profile_sample s = { .time_ns = 10, .pid = 7, .tid = 7, .weight = 3 };
+	struct profile_reader *r;
+	struct profile_record rec;
+	uint32_t uid = 0, kid = 0, again = 0, none = 1;
+	int samples = 0, ret;
+
+	assert_non_null(w);
+	assert_int_equal(profile_writer__stack(w, PROFILE_USER, ubytes, sizeof(ubytes), &uid), 0);
+	assert_int_equal(profile_writer__stack(w, PROFILE_KERNEL, kbytes, sizeof(kbytes), &kid), 0);
+	assert_int_equal(profile_writer__stack(w, PROFILE_USER, ubytes, sizeof(ubytes), &again), 0);
+	assert_int_equal(profile_writer__stack(w, PROFILE_USER, NULL, 0, &none), 0);
+	assert_int_equal(profile_writer__stack(w, 7, ubytes, sizeof(ubytes), &again), -EINVAL);
+	assert_int_not_equal(uid, 0);
+	assert_int_not_equal(kid, uid);
+	assert_int_equal(again, uid);
+	assert_int_equal(none, 0);
+	s.ustack_id = uid;
+	s.kstack_id = kid;
+	assert_int_equal(profile_writer__sample(w, &s), 0);
+	/* an id of the other space, or one never given, is refused */
+	s.ustack_id = kid;
+	assert_int_equal(profile_writer__sample(w, &s), -EINVAL);
+	s.ustack_id = kid + 1;
+	assert_int_equal(profile_writer__sample(w, &s), -EINVAL);
+	/* bytes win over an id */
+	s.ustack_id = 0;
+	s.kstack_id = 0;
+	s.ustack = kbytes;
+	s.ustack_len = sizeof(kbytes);
+	assert_int_equal(profile_writer__sample(w, &s), 0);
+	assert_int_equal(profile_writer__samples(w), 2);
+	assert_int_equal(profile_writer__close(w, false, &diag), 0);
+
+	r = profile_reader__open(path, &diag);
+	assert_non_null(r);
+	while ((ret = profile_reader__next(r, &rec)) > 0) {
+		if (rec.type != PROFILE_REC_SAMPLE)
+			continue;
+		if (!samples++) {
+			assert_int_equal(rec.sample.ustack_len, sizeof(ubytes));
+			assert_memory_equal(rec.sample.ustack, ubytes, sizeof(ubytes));
+			assert_int_equal(rec.sample.kstack_len, sizeof(kbytes));
+			assert_memory_equal(rec.sample.kstack, kbytes, sizeof(kbytes));
+		} else {
+			/* the user-space copy of the kernel stack's bytes: a stack of its own */
+			assert_int_equal(rec.sample.ustack_len, sizeof(kbytes));
+			assert_int_not_equal(rec.sample.ustack_id, kid);
+			assert_null(rec.sample.kstack);
+		}
+		assert_int_equal(rec.sample.weight, 3);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(samples, 2);
+	profile_reader__free(r);
+	free(path);
+}
+
+/*
+ * close_whole(): a profile that cannot be written whole leaves nothing
+ * behind but the file that was there before. In a child, with RLIMIT_FSIZE.
+ */
+static void test_close_whole(void **state)
+{
+	char *path = path_join_or_fail(*state, "whole.data");
+	char *old = path_join_or_fail(*state, "whole.data.old");
+	static const char before[] = "the profile before";
+	uint8_t stack[64];
+	char got[64] = "";
+	int fd, status;
+	pid_t pid;
+
+	for (size_t i = 0; i < sizeof(stack); i++)
+		stack[i] = (uint8_t)(i * 37 + 1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, before, sizeof(before)), sizeof(before));
+	close(fd);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct profile_diag diag = { "" };
+		struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+		struct profile_sample s = { .pid = 1, .tid = 1, .weight = 1, .ustack = stack,
+					    .ustack_len = sizeof(stack) };
+		struct rlimit rl = { 64 * 1024, 64 * 1024 };
+		int err = 0;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (!w || setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(2);
+		/* far more than 64 KiB, whatever zstd makes of it: every sample a new stack */
+		for (uint32_t i = 0; i < 200000 && !err; i++) {
+			memcpy(stack, &i, sizeof(i));
+			s.time_ns = i;
+			err = profile_writer__sample(w, &s);
+		}
+		err = profile_writer__close_whole(w, false, &diag);
+		_exit(err == -EFBIG && strstr(diag.reason, "nothing written") ? 0 : 3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, got, sizeof(got)), sizeof(before));
+	close(fd);
+	assert_string_equal(got, before);
+	assert_int_equal(access(old, F_OK), -1);
+	free(path);
+	free(old);
+}
+
 /* ---- a generated recording with many blocks ---- */
 
 struct gen {
@@ -2625,6 +2744,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_errors, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_writer_counters_and_args, setup_dir,
 						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_sample_by_stack_id, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_close_whole, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_special_output_paths, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(test_generated_roundtrip, setup_dir, teardown_dir),

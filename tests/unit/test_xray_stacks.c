@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Stacks rebuilt from XRay records: self time per stack, pops to the matching entry, windows, counts. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,11 +38,50 @@ struct want {
 	uint64_t ticks;
 };
 
+/* The cells given by the last object made with keep(), in the order given. */
+static struct xray_cell *got;
+static size_t ngot, got_cap;
+
+static int keep(void *ctx, const struct xray_cell *cells, size_t n)
+{
+	(void)ctx;
+	/* one thread, one window, each node once */
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(cells[i].thread, cells[0].thread);
+		assert_int_equal(cells[i].window, cells[0].window);
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(cells[i].node, cells[j].node);
+	}
+	if (ngot + n > got_cap) {
+		got_cap = (ngot + n) * 2;
+		got = realloc(got, got_cap * sizeof(*got));
+		assert_non_null(got);
+	}
+	memcpy(got + ngot, cells, n * sizeof(*cells));
+	ngot += n;
+	return 0;
+}
+
+static int count_cells(void *ctx, const struct xray_cell *cells, size_t n)
+{
+	(void)cells;
+	*(uint64_t *)ctx += n;
+	return 0;
+}
+
+static const struct xray_cell *cells_of(const struct xray_stacks *s, size_t *n)
+{
+	assert_int_equal(xray_stacks__ncells(s), ngot);
+	*n = ngot;
+	return got;
+}
+
 static struct xray_stacks *feed(const struct in *ins, size_t n, uint64_t window)
 {
-	struct xray_stacks *s = xray_stacks__new(window);
+	struct xray_stacks *s = xray_stacks__new(window, keep, NULL);
 
 	assert_non_null(s);
+	ngot = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct xray_record rec = { .kind = ins[i].kind, .func_id = ins[i].func,
 					   .tsc = ins[i].tsc, .tid = ins[i].tid, .pid = ins[i].pid,
@@ -87,7 +127,7 @@ static uint64_t thread_ticks(const struct xray_stacks *s, uint32_t tid, uint32_t
 	uint64_t sum = 0;
 	size_t n;
 
-	cells = xray_stacks__cells(s, &n);
+	cells = cells_of(s, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct xray_thread *th = xray_stacks__thread(s, cells[i].thread);
 
@@ -119,7 +159,7 @@ static void _assert_stacks(const struct xray_stacks *s, const struct want *wants
 		}
 		want_total += wants[i].ticks;
 	}
-	cells = xray_stacks__cells(s, &ncells);
+	cells = cells_of(s, &ncells);
 	for (size_t i = 0; i < ncells; i++)
 		total += cells[i].ticks;
 	if (total != want_total || total != xray_stacks__stats(s)->self_ticks) {
@@ -257,6 +297,17 @@ static void test_threads(void **state)
 	xray_stacks__free(s);
 }
 
+static int cell_cmp(const void *pa, const void *pb)
+{
+	const struct xray_cell *a = pa, *b = pb;
+
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	if (a->node != b->node)
+		return a->node < b->node ? -1 : 1;
+	return a->window < b->window ? -1 : a->window > b->window;
+}
+
 /* Time is cut at window boundaries; windows count from the first function record. */
 static void test_windows(void **state)
 {
@@ -267,23 +318,30 @@ static void test_windows(void **state)
 		RT(E, 3, 900, 2, 0), RT(X, 3, 1010, 2, 0),
 	};
 	struct xray_stacks *s = feed(ins, sizeof(ins) / sizeof(ins[0]), 100);
-	const struct xray_cell *cells;
+	struct xray_cell *cells;
 	size_t n;
-	static const struct { uint32_t node; int64_t window; uint64_t ticks, end; } want[] = {
-		{ 1, 0, 90, 1095 }, { 1, 3, 10, 1360 },
-		{ 2, 0, 10, 1105 }, { 2, 1, 100, 1205 }, { 2, 2, 100, 1305 }, { 2, 3, 45, 1350 },
-		{ 3, -2, 5, 905 }, { 3, -1, 100, 1005 }, { 3, 0, 5, 1010 },
+	static const struct {
+		uint32_t node;
+		int64_t window;
+		uint64_t ticks, end, before;
+	} want[] = {
+		{ 1, 0, 90, 1095, 0 }, { 1, 3, 10, 1360, 90 },
+		{ 2, 0, 10, 1105, 0 }, { 2, 1, 100, 1205, 10 }, { 2, 2, 100, 1305, 110 },
+		{ 2, 3, 45, 1350, 210 },
+		{ 3, -2, 5, 905, 0 }, { 3, -1, 100, 1005, 5 }, { 3, 0, 5, 1010, 105 },
 	};
 
-	cells = xray_stacks__cells(s, &n);
+	cells = (struct xray_cell *)cells_of(s, &n);
 	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
 	assert_int_equal(xray_stacks__base(s), 1005);
+	/* given window by window: in order of thread, node, window, they are these */
+	qsort(cells, n, sizeof(*cells), cell_cmp);
 	for (size_t i = 0; i < n; i++) {
-		/* sorted by thread, node, window */
 		assert_int_equal(cells[i].node, want[i].node);
 		assert_int_equal(cells[i].window, want[i].window);
 		assert_int_equal(cells[i].ticks, want[i].ticks);
 		assert_int_equal(cells[i].end_tsc, want[i].end);
+		assert_int_equal(cells[i].before, want[i].before);
 	}
 	assert_int_equal(xray_stacks__stats(s)->first_tsc, 900);
 	xray_stacks__free(s);
@@ -311,6 +369,115 @@ static void test_no_time(void **state)
 	assert_int_equal(st->backwards, 1);
 	assert_int_equal(st->breaks, 1);
 	assert_int_equal(st->gaps, 2);	/* [1;3] for 65536 windows, [1] up to 4's entry */
+	xray_stacks__free(s);
+}
+
+/*
+ * A window is given when its thread leaves it, before the trace ends, and
+ * then forgotten: a long trace costs no more memory than a short one.
+ */
+static void test_streamed(void **state)
+{
+	struct xray_stacks *s = xray_stacks__new(100, keep, NULL);
+	struct xray_record rec = { .tid = 1, .func_id = 1 };
+	uint64_t tsc = 0;
+
+	(void)state;
+	assert_non_null(s);
+	ngot = 0;
+	/* f1 calls f2 once per 10 ticks, for 100 windows */
+	for (int i = 0; i < 1000; i++) {
+		rec.kind = XRAY_REC_ENTER;
+		rec.func_id = 1 + (i > 0);
+		rec.tsc = tsc;
+		assert_int_equal(xray_stacks__add(s, &rec), 0);
+		tsc += 4;
+		rec.kind = XRAY_REC_EXIT;
+		rec.func_id = 2;
+		rec.tsc = tsc;
+		if (i)
+			assert_int_equal(xray_stacks__add(s, &rec), 0);
+		tsc += 6;
+		/* every window before the current one is out, each as 2 cells */
+		if (i % 10 == 0)
+			assert_int_equal(ngot, 2 * (size_t)(i / 10));
+	}
+	assert_int_equal(xray_stacks__finish(s), 0);
+	/*
+	 * Per window f2 has 40 ticks and f1 60, but in window 0, where f1 is
+	 * alone until f2's first entry at tsc 10: 36 and 64.
+	 */
+	assert_int_equal(ngot, 200);
+	for (size_t i = 0; i < ngot; i++) {
+		const struct xray_cell *c = &got[i];
+		int32_t func;
+		uint32_t parent;
+
+		xray_stacks__node(s, c->node, &func, &parent);
+		assert_true(i == 0 || got[i - 1].window <= c->window);
+		/* before: the same stack's ticks in the windows given earlier */
+		if (func == 2)
+			assert_int_equal(c->before, c->window ? 36 + (c->window - 1) * 40 : 0);
+		else
+			assert_int_equal(c->before, c->window ? 64 + (c->window - 1) * 60 : 0);
+		assert_int_equal(c->ticks, func == 2 ? (c->window ? 40 : 36) :
+					   c->window == 99 ? 54 : c->window ? 60 : 64);
+	}
+	assert_int_equal(xray_stacks__ncells(s), ngot);
+	xray_stacks__free(s);
+}
+
+/* Timestamps that jump by hours at every record open more windows than they may. */
+static void test_window_budget(void **state)
+{
+	uint64_t cells = 0;
+	struct xray_stacks *s = xray_stacks__new(1, count_cells, &cells);
+	struct xray_record rec = { .tid = 1, .func_id = 1, .kind = XRAY_REC_ENTER };
+	uint64_t tsc = 0;
+	int err = 0;
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(xray_stacks__add(s, &rec), 0);
+	/* each exit and entry 65535 windows after the one before */
+	for (int i = 0; i < 1000 && !err; i++) {
+		rec.kind = i & 1 ? XRAY_REC_ENTER : XRAY_REC_EXIT;
+		rec.tsc = tsc += 65535;
+		err = xray_stacks__add(s, &rec);
+	}
+	assert_int_equal(err, -E2BIG);
+	assert_true(cells <= XRAY_STACKS_EXTRA_CELLS + 2000);
+	assert_true(cells >= XRAY_STACKS_EXTRA_CELLS - 65536 * 2);
+	xray_stacks__free(s);
+}
+
+/* What the window function returns stops the import. */
+static int refuse(void *ctx, const struct xray_cell *cells, size_t n)
+{
+	(void)ctx;
+	(void)cells;
+	(void)n;
+	return -ENOSPC;
+}
+
+static void test_window_error(void **state)
+{
+	struct xray_stacks *s = xray_stacks__new(10, refuse, NULL);
+	struct xray_record rec = { .tid = 1, .func_id = 1, .kind = XRAY_REC_ENTER };
+
+	(void)state;
+	assert_int_equal(xray_stacks__add(s, &rec), 0);
+	rec.tsc = 5;
+	assert_int_equal(xray_stacks__add(s, &rec), 0);
+	rec.tsc = 15;
+	assert_int_equal(xray_stacks__add(s, &rec), -ENOSPC);
+	xray_stacks__free(s);
+	s = xray_stacks__new(10, refuse, NULL);
+	rec.tsc = 0;
+	assert_int_equal(xray_stacks__add(s, &rec), 0);
+	rec.tsc = 5;
+	assert_int_equal(xray_stacks__add(s, &rec), 0);
+	assert_int_equal(xray_stacks__finish(s), -ENOSPC);
 	xray_stacks__free(s);
 }
 
@@ -356,7 +523,8 @@ static void test_counts(void **state)
 /* Past the depth limit entries are counted, not pushed; their exits close them. */
 static void test_too_deep(void **state)
 {
-	struct xray_stacks *s = xray_stacks__new(1000);
+	uint64_t ncells = 0;
+	struct xray_stacks *s = xray_stacks__new(1000, count_cells, &ncells);
 	struct xray_record rec = { .tid = 1 };
 	uint64_t tsc = 0;
 
@@ -386,7 +554,8 @@ static void test_too_deep(void **state)
 /* Unmatched exits cost no search of a deep stack: a million against 60000 frames is quick. */
 static void test_unmatched_deep(void **state)
 {
-	struct xray_stacks *s = xray_stacks__new(1000);
+	uint64_t ncells = 0;
+	struct xray_stacks *s = xray_stacks__new(1000, count_cells, &ncells);
 	struct xray_record rec = { .tid = 1 };
 
 	(void)state;
@@ -416,7 +585,7 @@ static void test_ticks_to_ns(void **state)
 	/* no overflow on long traces at high frequencies */
 	assert_int_equal(xray_ticks_to_ns(3000000000ull * 100000, 3000000000u),
 			 100000ull * 1000000000u);
-	assert_null(xray_stacks__new(0));
+	assert_null(xray_stacks__new(0, keep, NULL));
 	xray_stacks__free(NULL);
 }
 
@@ -430,6 +599,9 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_no_time),
+		cmocka_unit_test(test_streamed),
+		cmocka_unit_test(test_window_budget),
+		cmocka_unit_test(test_window_error),
 		cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_too_deep),
 		cmocka_unit_test(test_unmatched_deep),

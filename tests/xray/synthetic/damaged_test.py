@@ -37,6 +37,16 @@ report, and:
   flips        random byte flips and overwritten records in every version and
                in basic mode: no crash, no sanitizer report, exit 0 or 1 with
                a message.
+  output       the output in a directory that does not exist, or one that
+               is a file: exit 1, a message naming it, nothing written; a
+               damaged trace leaves an existing output file as it was.
+  full-disk    a good trace imported onto tmpfs file systems of 4 KiB to
+               the size the import needs (the output, and the windows spilled
+               to a temporary file next to it): each import either succeeds
+               with the whole profile or exits 1 saying the disk is full,
+               leaving the old output file as it was and no other file.
+               Needs a mount namespace (root, or user namespaces): else the
+               case skips.
 
 sfprof import's exit status, as its usage says: 0 for a trace read whole;
 1 with the profile written (and marked incomplete) when parts were lost;
@@ -467,6 +477,105 @@ def flips_case(ctx, seed=23, rounds=12):
             import_trace(ctx, f'flips {mode}-v{version}-{"be" if be else "le"} #{i}', bytes(b))
 
 
+def output_case(ctx):
+    spec, w = make_trace(ctx.fids, 5)
+    path = os.path.join(ctx.workdir, 'good.xray')
+    with open(path, 'wb') as f:
+        f.write(w.data)
+    blocker = os.path.join(ctx.workdir, 'a-file')
+    with open(blocker, 'w') as f:
+        f.write('not a directory\n')
+    for what, out in (('a missing directory', os.path.join(ctx.workdir, 'no', 'such', 'o.sfprof')),
+                      ('a file as directory', os.path.join(blocker, 'o.sfprof'))):
+        ctx.n += 1
+        r = o.sfprof_import(ctx.sfprof, ctx.binary, path, out)
+        ctx.exits[r.returncode] += 1
+        check(r.returncode == 1, f'output in {what}: exit {r.returncode}, want 1')
+        check(os.path.dirname(out) in r.stderr,
+              f'output in {what}: the message does not name it: {r.stderr.strip()[:300]}')
+        check(not os.path.exists(out), f'output in {what}: written')
+    # a damaged trace (nothing readable) leaves the last profile alone
+    out = os.path.join(ctx.workdir, 'kept.sfprof')
+    ctx.n += 1
+    r = o.sfprof_import(ctx.sfprof, ctx.binary, path, out)
+    ctx.exits[r.returncode] += 1
+    check(r.returncode == 0, f'output: the good trace: exit {r.returncode}')
+    with open(out, 'rb') as f:
+        before = f.read()
+    bad = os.path.join(ctx.workdir, 'bad.xray')
+    with open(bad, 'wb') as f:
+        f.write(put(w.data, 0, 'H', 6, False))
+    ctx.n += 1
+    r = o.run([ctx.sfprof, 'import', 'xray', '-m', ctx.binary, '-o', out, bad])
+    ctx.exits[r.returncode] += 1
+    check(r.returncode == 1, f'output: a bad trace over a profile: exit {r.returncode}')
+    with open(out, 'rb') as f:
+        check(f.read() == before, 'output: a bad trace changed the profile already there')
+    check(not os.path.exists(out + '.old'), 'output: a bad trace renamed the profile')
+
+
+def in_tmpfs(size, script, args):
+    """Run sh -c @script with $1 a fresh tmpfs of @size bytes, in a mount namespace of its own."""
+    mnt = args[0]
+    body = f'mount -t tmpfs -o size={size} sfprof-test "$1" || exit 99; ' + script
+    last = None
+    for flags in (['-m'], ['-r', '-m']):
+        last = o.run(['unshare'] + flags + ['--propagation', 'private', 'sh', '-c', body, 'sh']
+                     + [mnt] + list(args[1:]), timeout=120)
+        if last.returncode != 99 and 'unshare failed' not in last.stderr:
+            return last
+    return last
+
+
+def full_disk_case(ctx):
+    spec, w = make_trace(ctx.fids, 5, calls=(300, 900, 900), bsize=1024)
+    path = os.path.join(ctx.workdir, 'good.xray')
+    with open(path, 'wb') as f:
+        f.write(w.data)
+    whole = os.path.join(ctx.workdir, 'whole.sfprof')
+    r = o.sfprof_import(ctx.sfprof, ctx.binary, path, whole)
+    check(r.returncode == 0, f'full disk: the import on a roomy disk: exit {r.returncode}')
+    _, want = o.sfprof_collapsed(ctx.sfprof, whole)
+    check(want == names_of(ctx, g.expect_records(spec, w.func_recs())),
+          'full disk: the roomy import is not the trace')
+    mnt = os.path.join(ctx.workdir, 'mnt')
+    os.makedirs(mnt, exist_ok=True)
+    got_path = os.path.join(ctx.workdir, 'got.sfprof')
+    # old profile in, import, then report: exit status, the files left, the output copied out
+    script = ('printf old-profile > "$1/o.sfprof"; '
+              '"$2" import xray -m "$3" -o "$1/o.sfprof" "$4" 2>"$1/../err"; echo "rc=$?"; '
+              'ls -a "$1" | tr "\\n" " "; echo; cp "$1/o.sfprof" "$5"')
+    sizes = [4096 * k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256)]
+    full = ok = 0
+    for size in sizes:
+        ctx.n += 1
+        r = in_tmpfs(size, script, [mnt, ctx.sfprof, ctx.binary, path, got_path])
+        if r.returncode == 99 or 'rc=' not in r.stdout:
+            log(f'SKIP: no tmpfs in a mount namespace here: {r.stderr.strip()[:200]}')
+            return SKIP
+        rc = int(re.search(r'rc=(\d+)', r.stdout).group(1))
+        files = r.stdout.split('\n')[1].split()
+        with open(os.path.join(ctx.workdir, 'err')) as f:
+            err = f.read()
+        ctx.exits[rc] += 1
+        label = f'full disk: tmpfs of {size // 1024} KiB'
+        # a whole import renames the old profile to o.sfprof.old, as record does
+        check(sorted(files) == ['.', '..', 'o.sfprof'] + (['o.sfprof.old'] if rc == 0 else []),
+              f'{label}: files left: {files} (exit {rc}: {err.strip()[:300]})')
+        if rc == 0:
+            ok += 1
+            _, got = o.sfprof_collapsed(ctx.sfprof, got_path)
+            check(got == want, f'{label}: exit 0, but the profile is not the whole one')
+        else:
+            full += 1
+            check(rc == 1, f'{label}: exit {rc}')
+            check('No space left on device' in err, f'{label}: {err.strip()[:300]}')
+            with open(got_path, 'rb') as f:
+                check(f.read() == b'old-profile', f'{label}: the old profile was not kept')
+    log(f'full disk: {full} imports stopped by a full disk, {ok} whole')
+    check(full >= 3 and ok >= 1, f'full disk: {full} full, {ok} whole: the sizes miss the limit')
+
+
 CASES = {
     'truncate-v1': lambda c: (truncate_case(c, 1, False, 'fdr', pad='garbage'),
                               truncate_case(c, 1, True, 'fdr', nrandom=15)),
@@ -485,6 +594,8 @@ CASES = {
     'basic': lambda c: (basic_case(c, False), basic_case(c, True)),
     'header': header_case,
     'flips': flips_case,
+    'output': output_case,
+    'full-disk': full_disk_case,
 }
 
 
@@ -507,7 +618,8 @@ def main():
     if o.not_built(probe):
         log('FAIL: sfprof import is not built yet')
         return 1
-    CASES[a.case](ctx)
+    if CASES[a.case](ctx) == SKIP:
+        return SKIP
     log(f'{ctx.n} imports, exit statuses {dict(ctx.exits)}, {ctx.profiles} profiles written'
         + (f', damage matched with {dict(ctx.models)}' if ctx.models else ''))
     if failures:
