@@ -9,7 +9,8 @@
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
 
 /* Set by the loader before the object is loaded. */
-const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES */
+const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES:
+						 * for threads without a size in stack_sizes */
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
@@ -34,6 +35,34 @@ struct {
 	__uint(max_entries, COUNTER_MAX);
 } counters SEC(".maps");
 
+/* The user-stack copy size of each thread (tid) the loader has sized: it learns from the unwinds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, MAX_SIZED_THREADS);
+} stack_sizes SEC(".maps");
+
+/*
+ * A sample is assembled here, then copied into the ring at its exact size:
+ * the header, the kernel stack's kstack_depth words, the user stack right
+ * after them. One per CPU (the loader sets max_entries): a perf_event
+ * program does not nest on its CPU. A per-CPU array cannot hold values this
+ * large.
+ */
+struct scratch {
+	struct sample_hdr h;
+	/* a chunk more than ever filled: what the verifier can prove of the last, partial chunk */
+	__u8 data[MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
+
 /* Only for the loader: its perf buffers of mmap, comm, fork and exit records. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -41,12 +70,17 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } task_events SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void add(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
-		(*c)++;
+		*c += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	add(which, 1);
 }
 
 static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
@@ -64,22 +98,29 @@ static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Copy the user stack from sp upwards, a page at a time, into @dst, which has
- * room for ustack_size bytes; stops at the first page that cannot be read
- * (the end of the stack's mapping). Returns the bytes copied.
+ * Copy @size bytes of the user stack from sp upwards to @sc's data after
+ * @kbytes of kernel stack, in pieces that never cross a page, so that a
+ * piece fails only at the end of the stack's mapping; stops there. Returns
+ * the bytes copied: @size, or fewer where the stack ends.
  */
-static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
+static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size)
 {
-	__u64 off = 0, last = (__u64)ustack_size - STACK_CHUNK;
+	__u64 off = 0;
+	__u8 *dst;
 
+	if (size < STACK_CHUNK || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
+		return 0;
+	dst = sc->data + kbytes;
 	for (int i = 0; i <= MAX_USTACK_BYTES / STACK_CHUNK; i++) {
 		__u64 n = i ? STACK_CHUNK : STACK_CHUNK - (sp & (STACK_CHUNK - 1));
 
-		/* off + n <= ustack_size, in 64 bits so that the verifier keeps the bound */
-		if (off > last)
+		if (off >= size || off >= MAX_USTACK_BYTES)
 			break;
+		if (n > size - off)
+			n = size - off;
+		/* in 64 bits, masked, so that the verifier keeps the bound */
 		asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
-		if (n > STACK_CHUNK)
+		if (n > STACK_CHUNK || !n)
 			break;
 		if (bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
 			break;
@@ -92,31 +133,27 @@ SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
+	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
 	struct task_struct *task;
 	struct sample_hdr *h;
-	__u32 kbytes = 0;
-	__u8 *rec;
+	struct scratch *sc;
+	__u32 *sized;
+	__u64 kbytes = 0, len;
 	long n;
 
-	if (!(__u32)id || tgid == self_tgid)
+	if (!tid || tgid == self_tgid)
 		return 0;	/* idle, or ourselves */
 	if (filter_pids && !bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	/*
-	 * Written in place in the ring, so the stack is copied once: the record
-	 * always has room for a full kernel stack and ustack_size bytes, and the
-	 * reader uses what the header says was filled.
-	 */
-	rec = bpf_ringbuf_reserve(&samples, sizeof(*h) + MAX_KSTACK_DEPTH * 8 + ustack_size, 0);
-	if (!rec) {
-		count(COUNTER_LOST);
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc) {
+		count(COUNTER_NO_SCRATCH);
 		return 0;
 	}
-	h = (struct sample_hdr *)rec;
+	h = &sc->h;
 	h->time_ns = bpf_ktime_get_ns();
 	h->pid = tgid;
-	h->tid = (__u32)id;
+	h->tid = tid;
 	h->cpu = cpu;
 	h->flags = 0;
 	h->pc = h->sp = h->fp = h->lr = 0;
@@ -125,9 +162,9 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	if (!interrupted_user(ctx)) {
 		h->flags |= SAMPLE_F_IN_KERNEL;
-		n = bpf_get_stack(ctx, rec + sizeof(*h), MAX_KSTACK_DEPTH * 8, 0);
+		n = bpf_get_stack(ctx, sc->data, MAX_KSTACK_DEPTH * 8, 0);
 		if (n > 0)
-			kbytes = n;
+			kbytes = (__u64)n & ~7ull;
 	}
 	h->kstack_depth = kbytes / 8;
 
@@ -145,17 +182,27 @@ int sample(struct bpf_perf_event_data *ctx)
 #if defined(__TARGET_ARCH_arm64)
 		h->lr = regs->regs[30];
 #endif
-		h->ustack_len = copy_stack(rec + sizeof(*h) + MAX_KSTACK_DEPTH * 8, h->sp);
+		sized = bpf_map_lookup_elem(&stack_sizes, &tid);
+		h->ustack_len = copy_stack(sc, kbytes, h->sp, sized ? *sized : ustack_size);
 		if (!h->ustack_len)
 			count(COUNTER_USTACK_FAULT);
 	}
 
+	len = sizeof(*h) + kbytes + h->ustack_len;
+	if (len > sizeof(*sc))
+		return 0;
 	/*
 	 * No wake-up per sample: that is an interrupt and a context switch each.
 	 * The reader polls on a timer, and is woken only when the ring fills up.
 	 */
-	bpf_ringbuf_submit(rec, bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			   BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	if (bpf_ringbuf_output(&samples, sc, len,
+			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
+		count(COUNTER_LOST);
+		return 0;
+	}
+	count(COUNTER_SAMPLES);
+	add(COUNTER_USTACK_BYTES, h->ustack_len);
 	return 0;
 }
 

@@ -6,6 +6,12 @@
 #ifndef MAX_USTACK_BYTES
 #define MAX_USTACK_BYTES	65536	/* --stack-size upper bound */
 #endif
+#ifndef MIN_USTACK_BYTES
+#define MIN_USTACK_BYTES	4096	/* the smallest copy a thread is given */
+#endif
+#ifndef MAX_SIZED_THREADS
+#define MAX_SIZED_THREADS	65536	/* threads with a copy size of their own (LRU) */
+#endif
 #ifndef MAX_KSTACK_DEPTH
 #define MAX_KSTACK_DEPTH	127
 #endif
@@ -22,10 +28,9 @@
 #define SAMPLE_F_KTHREAD	0x4	/* a kernel thread: no user stack */
 
 /*
- * One sample in the ring buffer: this header; room for MAX_KSTACK_DEPTH
- * kernel addresses, of which the first kstack_depth are filled (u64,
- * innermost first); then room for the configured stack size, of which the
- * first ustack_len bytes are the user stack from sp.
+ * One sample in the ring buffer: this header; kstack_depth kernel addresses
+ * (u64, innermost first); then ustack_len bytes of the user stack from sp.
+ * The record is exactly that long: a shallow stack costs the ring little.
  */
 struct sample_hdr {
 	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -42,6 +47,9 @@ struct sample_hdr {
 /* Indexes of the per-CPU counters map. */
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */
-#define COUNTER_MAX		2
+#define COUNTER_USTACK_BYTES	2	/* user stack bytes copied, all samples */
+#define COUNTER_SAMPLES		3	/* samples handed over */
+#define COUNTER_NO_SCRATCH	4	/* no scratch buffer for this CPU: lost */
+#define COUNTER_MAX		5
 
 #endif

@@ -19,7 +19,8 @@
 #include "sampler.h"
 
 #define DEFAULT_FREQ	999
-#define DEFAULT_STACK	16384
+/* The copy a thread starts with; its own unwinds then size it (--stack-size fixes it instead). */
+#define DEFAULT_STACK	65536
 #define MAX_DEPTH	128	/* frames kept per stack: perf's default max-stack is 127 */
 
 static const char usage[] =
@@ -33,7 +34,9 @@ static const char usage[] =
 	"  -a, --all-cpus         every process on the system\n"
 	"  -p, --pid PID,...      these processes and their threads\n"
 	"  -d, --duration SECS    stop after SECS seconds\n"
-	"      --stack-size BYTES user stack bytes copied per sample (4096-65536, default 16384)\n"
+	"      --stack-size BYTES user stack bytes copied per sample, for every thread\n"
+	"                         (4096-65536); by default a thread starts at 65536\n"
+	"                         and its size follows what unwinding its stacks needs\n"
 	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
@@ -51,6 +54,8 @@ struct record {
 	const char *output;
 	uint32_t freq;
 	uint32_t stack_size;
+	bool stack_fixed;	/* --stack-size: no per-thread sizes */
+	uint64_t resized;	/* per-thread sizes published */
 	bool all;
 	double duration;
 	pid_t *pids;
@@ -150,6 +155,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 				return 2;
 			}
 			r->stack_size = (v + STACK_CHUNK - 1) / STACK_CHUNK * STACK_CHUNK;
+			r->stack_fixed = true;
 			break;
 		case 'o':
 			r->output = optarg;
@@ -258,12 +264,34 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
 		      const uint8_t *ustack)
 {
-	procs__sample(((struct record *)ctx)->procs, h, kstack, ustack);
+	struct record *r = ctx;
+	struct procs_copy_use use;
+
+	procs__sample(r->procs, h, kstack, ustack, &use);
+	if (use.new_size && !sampler__set_stack_size(r->sampler, h->tid, use.new_size))
+		r->resized++;
 }
 
 static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
 {
-	procs__task_event(((struct record *)ctx)->procs, e, time);
+	struct record *r = ctx;
+
+	procs__task_event(r->procs, e, time);
+	if (e->type == PERF_RECORD_EXIT && !r->stack_fixed && e->size >= sizeof(*e) + 16) {
+		uint32_t tid;
+
+		/* pid, ppid, tid: its size goes with it */
+		memcpy(&tid, (const uint8_t *)(e + 1) + 8, sizeof(tid));
+		sampler__forget_thread(r->sampler, tid);
+	}
+}
+
+static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
+{
+	struct record *r = ctx;
+
+	fprintf(stderr, "%ssfprof: process %u (%s): %s: its user stacks are walked by frame "
+		"pointers alone\n", r->tty ? "\r\033[K" : "", pid, comm[0] ? comm : "?", why);
 }
 
 /* Write the lost samples counted since the last call. */
@@ -280,17 +308,42 @@ static void write_lost(struct record *r)
 	}
 }
 
-static void progress(struct record *r, bool final)
+/* On a terminal, a line rewritten every second; the summary replaces it at the end. */
+static void progress(struct record *r)
 {
 	const struct procs_stats *st = procs__stats(r->procs);
 
-	if (!r->tty && !final)
+	if (!r->tty)
 		return;
-	fprintf(stderr, "%ssfprof: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " processes, %"
-		PRIu64 " bytes written%s", r->tty ? "\r\033[K" : "", st->samples, r->lost_written,
-		st->processes, profile_writer__bytes(r->w), final ? "" : " ...");
-	if (final)
-		fputc('\n', stderr);
+	fprintf(stderr, "\r\033[Ksfprof: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
+		" processes, %" PRIu64 " bytes written ...", st->samples, r->lost_written,
+		st->processes, profile_writer__bytes(r->w));
+}
+
+/* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */
+static void summary(struct record *r, double secs, uint64_t samples, int scanned)
+{
+	const struct procs_stats *st = procs__stats(r->procs);
+	struct sampler_stats ss;
+	uint64_t bytes = 0;
+	struct stat fst;
+
+	sampler__stats(r->sampler, &ss);
+	if (stat(r->output, &fst) == 0)
+		bytes = fst.st_size;
+	fprintf(stderr, "%ssfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
+		" with a user stack, %.1f%% of them complete; %" PRIu64 " processes; "
+		"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n",
+		r->tty ? "\r\033[K" : "", secs, samples, r->lost_written, st->user_stacks,
+		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
+		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
+	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
+		" past the reader's queue bound; user stack copies: %.0f bytes/sample, %s, %" PRIu64
+		" stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch, ss.lost_queue,
+		ss.handed_over ? (double)ss.ustack_bytes / ss.handed_over : 0.0,
+		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
+	if (!r->stack_fixed)
+		fprintf(stderr, "sfprof: %" PRIu64 " per-thread copy sizes set\n", r->resized);
 }
 
 static bool targets_alive(const struct record *r)
@@ -301,23 +354,37 @@ static bool targets_alive(const struct record *r)
 	return false;
 }
 
-/* Sample until stopped: Ctrl-C, SIGTERM, --duration, the command's or the -p targets' exit. */
+/*
+ * Sample until stopped: Ctrl-C, SIGTERM, --duration, the command's or the
+ * -p targets' exit, or an error writing the file (at once: what is written
+ * stays whole).
+ */
 static int run(struct record *r, int *child_status)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_progress = start;
+	uint64_t deadline = r->duration ? start + (uint64_t)(r->duration * 1e9) : UINT64_MAX;
 	int err = 0;
 
 	while (!stop_signal) {
-		uint64_t now;
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		/* wake at the deadline, not after it: a round hands over for 20 ms at most */
+		int timeout = deadline - now < 100000000ull ? (int)((deadline - now) / 1000000) : 100;
 
-		err = sampler__poll(r->sampler, 100);
+		if (now >= deadline)
+			break;
+		err = sampler__poll(r->sampler, timeout);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
 			break;
 		}
-		err = 0;
+		err = procs__error(r->procs);
+		if (err) {
+			fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
+				r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
+			break;
+		}
 		now = now_ns(CLOCK_MONOTONIC);
-		if (r->duration && now - start >= r->duration * 1e9)
+		if (now >= deadline)
 			break;
 		if (r->child > 0 && waitpid(r->child, child_status, WNOHANG) == r->child) {
 			r->child = 0;
@@ -327,8 +394,12 @@ static int run(struct record *r, int *child_status)
 			if (r->npids && !targets_alive(r))
 				break;	/* as perf record -p does */
 			write_lost(r);
-			profile_writer__tick(r->w);
-			progress(r, false);
+			if ((err = profile_writer__tick(r->w))) {
+				fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
+					r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
+				break;
+			}
+			progress(r);
 			last_progress = now;
 		}
 	}
@@ -356,12 +427,13 @@ int cmd_record(int argc, char **argv)
 			    .stack_size = DEFAULT_STACK, .go_fd = -1, .exec_err_fd = -1 };
 	struct sampler_cbs cbs = { on_sample, on_task_event };
 	struct sampler_opts sopts;
-	struct profile_diag diag;
+	struct profile_diag diag = { "" };
 	struct profile_meta meta;
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
 	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t t0;
+	uint64_t t0, samples;
+	double secs;
 
 	argv[0] = "sfprof record";	/* for getopt's messages */
 	err = parse_args(&r, argc, argv);
@@ -393,6 +465,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sfprof record: out of memory\n");
 		goto discard;
 	}
+	procs__set_copy_sizes(r.procs, r.stack_size, !r.stack_fixed);
+	procs__set_warn(r.procs, on_warn, &r);
 
 	/* what runs already; new processes arrive as task events */
 	if (r.all)
@@ -418,30 +492,19 @@ int cmd_record(int argc, char **argv)
 	if (r.tty)
 		fprintf(stderr, "sfprof: recording at %u Hz; Ctrl-C to stop\n", r.freq);
 	err = run(&r, &child_status);
-	if (sampler__drain(r.sampler) && !err)
-		err = -EIO;
+	/* the duration is the sampling's: the backlog is handled after it */
+	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	if (!err && (err = sampler__drain(r.sampler)))
+		fprintf(stderr, "sfprof record: reading samples: %s\n", strerror(-err));
+	if (!err && (err = procs__error(r.procs)))
+		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
 	write_lost(&r);
-	progress(&r, true);
-	{
-		const struct procs_stats *st = procs__stats(r.procs);
-		double secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
-		uint64_t bytes = 0;
-		struct stat fst;
-
-		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
-		r.w = NULL;
-		if (stat(r.output, &fst) == 0)
-			bytes = fst.st_size;
-		if (ret)
-			fprintf(stderr, "sfprof record: %s\n", diag.reason);
-		fprintf(stderr, "sfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
-			" with a user stack, %.1f%% of them complete; %" PRIu64 " processes; "
-			"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n", secs,
-			st->samples, r.lost_written, st->user_stacks,
-			st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0,
-			st->processes, scanned, bytes, r.output,
-			st->samples ? (double)bytes / st->samples : 0.0);
-	}
+	samples = profile_writer__samples(r.w);
+	ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
+	r.w = NULL;
+	if (ret && diag.reason[0])
+		fprintf(stderr, "sfprof record: %s\n", diag.reason);
+	summary(&r, secs, samples, scanned);
 	goto out;
 discard:
 	profile_writer__discard(r.w);

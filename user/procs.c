@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "copy_size.h"
 #include "procs.h"
 #include "sfunwind/cbf.h"
 
@@ -81,7 +82,19 @@ struct procs {
 	struct sfu_unwind_opts opts;
 	unsigned max_depth;
 	struct u32map procs;
-	struct u32map tids;	/* threads already written */
+	struct u32map tids;	/* threads already written: their struct copy_size */
+	/*
+	 * The copy size last learned for a program (a hash of its executable's
+	 * path; a collision only shares a guess): its next processes start
+	 * there, which matters for programs run again and again (a build).
+	 */
+	struct u32map learned;
+	struct copy_limits copy_lim;
+	uint32_t copy_start;	/* bytes copied for a thread not seen yet */
+	bool copy_adaptive;	/* sizes follow what the unwinds use */
+	int err;		/* the first error writing the file: recording must stop */
+	procs_warn_fn warn;
+	void *warn_ctx;
 	struct procs_stats stats;
 	uint64_t last_sweep;	/* event time of the last sweep of exited processes */
 	struct sfu_frame frames[MAX_UNWIND];
@@ -151,6 +164,13 @@ static void map_del(struct u32map *m, uint32_t key)
 	}
 }
 
+/* A thread is written again (exec) or gone (exit): its copy size goes with it. */
+static void forget_thread(struct procs *p, uint32_t tid)
+{
+	free(map_get(&p->tids, tid));
+	map_del(&p->tids, tid);
+}
+
 static void drop_pending(struct proc *pr)
 {
 	for (size_t i = 0; i < pr->npending; i++)
@@ -193,6 +213,8 @@ struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned 
 		return NULL;
 	p->w = w;
 	p->max_depth = max_depth;
+	p->copy_lim = (struct copy_limits){ MIN_USTACK_BYTES, MAX_USTACK_BYTES, STACK_CHUNK };
+	p->copy_start = 16384;
 	p->opts.arch = arch;
 	p->cache = sfu_cache__new();
 	p->opts.cache = sfu_unwind_cache__new();
@@ -217,12 +239,41 @@ void procs__free(struct procs *p)
 		if (p->procs.ents[i].key)
 			proc_free(p->procs.ents[i].val);
 	free(p->procs.ents);
+	for (size_t i = 0; i < p->tids.cap; i++)
+		if (p->tids.ents[i].key)
+			free(p->tids.ents[i].val);
 	free(p->tids.ents);
+	free(p->learned.ents);
 	sfu_cache__free(p->cache);
 	sfu_unwind_cache__free(p->opts.cache);
 	free(p->ucbf);
 	free(p->kcbf);
 	free(p);
+}
+
+void procs__set_warn(struct procs *p, procs_warn_fn fn, void *ctx)
+{
+	p->warn = fn;
+	p->warn_ctx = ctx;
+}
+
+int procs__error(const struct procs *p)
+{
+	return p->err;
+}
+
+/* Keep the first error of a write to the file. @return @err. */
+static int wrote(struct procs *p, int err)
+{
+	if (err && !p->err)
+		p->err = err;
+	return err;
+}
+
+void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive)
+{
+	p->copy_start = start;
+	p->copy_adaptive = adaptive;
 }
 
 const struct procs_stats *procs__stats(const struct procs *p)
@@ -257,6 +308,17 @@ static uint64_t ns_inode(uint32_t pid, const char *ns)
 		return 0;
 	link[n] = '\0';
 	return strchr(link, '[') ? strtoull(strchr(link, '[') + 1, NULL, 10) : 0;
+}
+
+/* The process's pid and mount namespaces, where they can be read; what was known stays otherwise. */
+static void read_namespaces(struct proc *pr)
+{
+	uint64_t pid_ns = ns_inode(pr->pid, "pid"), mnt_ns = ns_inode(pr->pid, "mnt");
+
+	if (pid_ns)
+		pr->pid_ns = pid_ns;
+	if (mnt_ns)
+		pr->mnt_ns = mnt_ns;
 }
 
 /* PPid and the innermost NSpid from /proc/PID/status. */
@@ -317,8 +379,7 @@ int procs__scan(struct procs *p, pid_t pid)
 	}
 	pr->exe = read_exe(pid);
 	read_status(pr);
-	pr->pid_ns = ns_inode(pid, "pid");
-	pr->mnt_ns = ns_inode(pid, "mnt");
+	read_namespaces(pr);
 	if (!pr->comm[0] && kill(pid, 0) && errno == ESRCH) {
 		map_del(&p->procs, pid);
 		proc_free(pr);
@@ -367,14 +428,14 @@ static void emit_mapping(struct procs *p, uint32_t pid, const struct sfu_mapping
 			.path = m->path ? m->path : sfu_module__path(m->module),
 		};
 
-		profile_writer__module(p->w, &mod, &rec.module_id);
+		wrote(p, profile_writer__module(p->w, &mod, &rec.module_id));
 	} else if (m->path) {
 		/* a file we could not open: keep its name for the report */
 		struct profile_module mod = { .path = m->path };
 
-		profile_writer__module(p->w, &mod, &rec.module_id);
+		wrote(p, profile_writer__module(p->w, &mod, &rec.module_id));
 	}
-	profile_writer__mapping(p->w, &rec);
+	wrote(p, profile_writer__mapping(p->w, &rec));
 }
 
 
@@ -437,13 +498,19 @@ static void emit_process(struct procs *p, struct proc *pr)
 	const struct sfu_mapping *maps;
 	size_t n;
 
-	if (pr->maps_pending)
-		sfu_addrspace__load_pid(pr->as, pr->pid, NULL);
+	if (pr->maps_pending) {
+		struct sfu_diag diag = { 0, "" };
+
+		/* said once: the process is written once per image */
+		if (sfu_addrspace__load_pid(pr->as, pr->pid, &diag) && diag.err != -ESRCH && p->warn)
+			p->warn(p->warn_ctx, pr->pid, pr->comm, diag.reason[0] ? diag.reason :
+				strerror(-diag.err));
+	}
 	pr->maps_pending = false;
 	for (size_t i = 0; i < pr->npending; i++)
 		apply_mmap2(p, pr, pr->pending[i]);
 	drop_pending(pr);
-	profile_writer__process(p->w, &rec);
+	wrote(p, profile_writer__process(p->w, &rec));
 	maps = sfu_addrspace__mappings(pr->as, &n);
 	for (size_t i = 0; i < n; i++)
 		emit_mapping(p, pr->pid, &maps[i]);
@@ -518,7 +585,7 @@ static void on_comm(struct procs *p, const struct rec_comm *e, size_t size, uint
 		}
 		if (!pr && !(pr = proc_new(p, e->pid)))
 			return;
-		map_del(&p->tids, e->tid);	/* its thread record again, with the new name */
+		forget_thread(p, e->tid);	/* its thread record again, with the new name */
 		sfu_addrspace__free(pr->as);
 		pr->as = sfu_addrspace__new(p->cache, NULL);
 		drop_pending(pr);
@@ -528,15 +595,13 @@ static void on_comm(struct procs *p, const struct rec_comm *e, size_t size, uint
 		/* until its first mapping says, the image the process runs now */
 		free(pr->exe);
 		pr->exe = read_exe(pr->pid);
-		if (!pr->pid_ns) {
-			read_status(pr);
-			pr->pid_ns = ns_inode(pr->pid, "pid");
-			pr->mnt_ns = ns_inode(pr->pid, "mnt");
-		}
+		/* an exec often follows an unshare: its namespaces now, while it lives */
+		read_status(pr);
+		read_namespaces(pr);
 	} else if (pr && pr->emitted) {
 		struct profile_comm rec = { time, e->pid, e->tid, e->comm };
 
-		profile_writer__comm(p->w, &rec);
+		wrote(p, profile_writer__comm(p->w, &rec));
 	}
 	if (pr && e->pid == e->tid)
 		snprintf(pr->comm, sizeof(pr->comm), "%s", e->comm);
@@ -568,7 +633,9 @@ static void on_fork(struct procs *p, const struct rec_task *e)
 	child->pid_ns = parent->pid_ns;
 	child->mnt_ns = parent->mnt_ns;
 	child->ns_pid = child->pid;
-	read_status(child);	/* its pid in its namespace, while it lives */
+	/* its pid and namespaces (clone may have made new ones), while it lives */
+	read_status(child);
+	read_namespaces(child);
 	if (parent->maps_pending || parent->npending) {
 		/* the parent's files were never opened: the child's own maps, when sampled */
 		child->maps_pending = true;
@@ -584,13 +651,13 @@ static void on_exit_event(struct procs *p, const struct rec_task *e, uint64_t ti
 {
 	struct proc *pr = map_get(&p->procs, e->pid);
 
-	map_del(&p->tids, e->tid);
+	forget_thread(p, e->tid);
 	if (!pr || e->pid != e->tid || pr->exited)
 		return;
 	if (pr->emitted) {
 		struct profile_exit rec = { time, e->pid };
 
-		profile_writer__exit(p->w, &rec);
+		wrote(p, profile_writer__exit(p->w, &rec));
 	}
 	/* the exit event comes before the address space is torn down: samples follow */
 	pr->exited = true;
@@ -656,12 +723,33 @@ static int encode_kinds(struct procs *p, struct sfu_cbf_enc *enc, size_t n, bool
 	return sfu_cbf_enc__end(enc, truncated);
 }
 
+/* A stack copy that remembers how far up the unwinder read, and whether it wanted more. */
+struct watched_copy {
+	struct sfu_snapshot snap;
+	uint64_t high;		/* the end of the highest read inside the copy */
+	bool past_end;		/* a read began at or past its end */
+};
+
+static int watched_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct watched_copy *c = ctx;
+	int err = sfu_snapshot_read(&c->snap, addr, buf, len);
+
+	if (!err && addr + len > c->high)
+		c->high = addr + len;
+	/* just past the end (not a wild address): a bigger copy would have had it */
+	if (err && addr >= c->snap.base + c->snap.size &&
+	    addr - (c->snap.base + c->snap.size) < MAX_USTACK_BYTES)
+		c->past_end = true;
+	return err;
+}
+
 /* CBF of a user stack; returns its length, 0 when there is none. */
 static size_t user_stack(struct procs *p, struct proc *pr, const struct sample_hdr *h,
-			 const uint8_t *ustack)
+			 const uint8_t *ustack, struct procs_copy_use *use)
 {
 	struct sfu_regs regs = { .pc = h->pc, .sp = h->sp, .fp = h->fp, .lr = h->lr };
-	struct sfu_snapshot snap = { h->sp, ustack, h->ustack_len };
+	struct watched_copy copy = { { h->sp, ustack, h->ustack_len }, h->sp, false };
 	struct sfu_cbf_enc enc;
 	size_t n = 0;
 	int stop;
@@ -670,8 +758,17 @@ static size_t user_stack(struct procs *p, struct proc *pr, const struct sample_h
 		return 0;
 	bool exact_below = false;
 
-	stop = sfu_unwind(pr->as, &p->opts, &regs, sfu_snapshot_read, &snap, p->frames, MAX_UNWIND,
+	stop = sfu_unwind(pr->as, &p->opts, &regs, watched_read, &copy, p->frames, MAX_UNWIND,
 			  &n);
+	use->copied = h->ustack_len;
+	use->used = copy.high - h->sp;
+	/*
+	 * The copy ran out: the unwind did not reach the outermost frame and
+	 * asked for bytes just past the copy on its way (the stop itself may
+	 * then be the frame-pointer fallback's, not the read's).
+	 */
+	use->ran_out = stop != SFU_STOP_OUTERMOST && copy.past_end;
+	use->unwound = true;
 	for (size_t i = 0; i < n; i++) {
 		p->addrs[i] = p->frames[i].addr;
 		exact_below |= i > 0 && p->frames[i].kind == SFU_FRAME_PC;
@@ -704,13 +801,26 @@ static size_t kernel_stack(struct procs *p, const struct sample_hdr *h, const ui
 	return sfu_cbf_enc__len(&enc);
 }
 
+/* The key of a program in procs.learned: never 0, the map's empty key. */
+static uint32_t program_key(const struct proc *pr)
+{
+	const char *name = pr->exe ? pr->exe : pr->comm;
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h ? h : 1;
+}
+
 void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
-		   const uint8_t *ustack)
+		   const uint8_t *ustack, struct procs_copy_use *use)
 {
 	struct profile_sample s = {
 		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu, .weight = 1,
 	};
 	struct proc *pr = map_get(&p->procs, h->pid);
+	struct copy_size *cs;
+	bool fresh = false;
 
 	if (!pr) {
 		/* started before the events reached us, or missed: ask /proc while it lives */
@@ -727,19 +837,42 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	}
 	if (!pr->emitted)
 		emit_process(p, pr);
-	if (!map_get(&p->tids, h->tid)) {
+	cs = map_get(&p->tids, h->tid);
+	if (!cs) {
 		char comm[SAMPLE_COMM_LEN + 1];
 		struct profile_thread t = { h->pid, h->tid, comm };
 
 		memcpy(comm, h->comm, SAMPLE_COMM_LEN);
 		comm[SAMPLE_COMM_LEN] = '\0';
-		profile_writer__thread(p->w, &t);
-		map_put(&p->tids, h->tid, (void *)1);
+		wrote(p, profile_writer__thread(p->w, &t));
+		cs = malloc(sizeof(*cs));
+		if (cs) {
+			uint32_t start = (uint32_t)(uintptr_t)map_get(&p->learned, program_key(pr));
+
+			fresh = true;
+			copy_size__init(cs, p->copy_adaptive && start ? start : p->copy_start);
+			if (map_put(&p->tids, h->tid, cs)) {
+				free(cs);
+				cs = NULL;
+			}
+		}
 	}
 	s.ustack = p->ucbf;
-	s.ustack_len = user_stack(p, pr, h, ustack);
+	memset(use, 0, sizeof(*use));
+	s.ustack_len = user_stack(p, pr, h, ustack, use);
+	if (cs && use->ran_out && use->copied >= cs->size)
+		p->stats.copy_ran_out++;
+	if (cs && p->copy_adaptive) {
+		if (use->unwound &&
+		    copy_size__observe(cs, &p->copy_lim, use->copied, use->used, use->ran_out))
+			use->new_size = cs->size;
+		else if (fresh && cs->size != p->copy_start)
+			use->new_size = cs->size;	/* what its program needed before */
+		if (use->new_size)
+			map_put(&p->learned, program_key(pr), (void *)(uintptr_t)use->new_size);
+	}
 	s.kstack = p->kcbf;
 	s.kstack_len = kernel_stack(p, h, kstack);
-	if (!profile_writer__sample(p->w, &s))
+	if (!wrote(p, profile_writer__sample(p->w, &s)))
 		p->stats.samples++;
 }

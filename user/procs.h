@@ -4,6 +4,7 @@
 #define SFPROF_PROCS_H
 
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,16 @@ struct procs_stats {
 	uint64_t complete;		/* user stacks unwound to the outermost frame */
 	uint64_t processes;		/* processes with samples */
 	uint64_t unknown_pid;		/* samples of processes never seen in /proc or events */
+	uint64_t copy_ran_out;		/* user stacks cut short by the end of a full copy */
+};
+
+/* How a sample's user stack copy served its unwind. */
+struct procs_copy_use {
+	uint32_t copied;	/* bytes in the copy */
+	uint32_t used;		/* bytes from sp up to the end of the highest read */
+	bool ran_out;		/* the unwind needed bytes past the copy */
+	bool unwound;		/* there was a user stack to unwind */
+	uint32_t new_size;	/* non-zero: copy this much for the thread from now on */
 };
 
 struct procs;
@@ -27,6 +38,25 @@ struct procs;
  * @return the table, or NULL with errno set.
  */
 struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned max_depth);
+
+/* What cannot be known of a process (its mappings, ...), said once per process image. */
+typedef void (*procs_warn_fn)(void *ctx, uint32_t pid, const char *comm, const char *why);
+
+/** procs__set_warn() - where to say it; without one, nothing is said. */
+void procs__set_warn(struct procs *p, procs_warn_fn fn, void *ctx);
+
+/**
+ * procs__error() - @return the first error writing the profile (a full
+ * disk, no memory), 0 while there is none: the recording must stop.
+ */
+int procs__error(const struct procs *p);
+
+/**
+ * procs__set_copy_sizes() - threads start with @start bytes of stack copy;
+ * with @adaptive, each one's size then follows what its unwinds use
+ * (struct copy_size), told in procs_copy_use.new_size.
+ */
+void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive);
 
 /** procs__free() - accepts NULL. */
 void procs__free(struct procs *p);
@@ -46,10 +76,10 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 /**
  * procs__sample() - unwind a sample in its process's address space and
  * write it (and, the first time, the process, thread and mappings it needs).
- * The stack bytes are not kept.
+ * The stack bytes are not kept. @use says how the stack copy served.
  */
 void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
-		   const uint8_t *ustack);
+		   const uint8_t *ustack, struct procs_copy_use *use);
 
 /** @return counters for the summary. */
 const struct procs_stats *procs__stats(const struct procs *p);

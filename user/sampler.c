@@ -19,6 +19,16 @@
 
 #define TASK_BUF_PAGES	256	/* per CPU: 1 MiB of mmap/comm/fork/exit records */
 #define RING_BYTES	(32u << 20)
+/*
+ * Samples newer than a round's horizon wait in user space for the next
+ * round, at most this many bytes; past it they are dropped and counted.
+ * A round stops at the first such sample, so this holds about one per round.
+ */
+#define LATE_MAX_BYTES	(4u << 20)
+/* A round hands over samples for at most this long: the caller's clock (--duration) comes first. */
+#define ROUND_BUDGET_NS	20000000ull
+/* What on_sample returns to end ring_buffer__consume() early; libbpf passes it through. */
+#define END_ROUND	(-ECANCELED)
 
 /* A task event kept until the samples before it have been handled. */
 struct task_ev {
@@ -48,8 +58,11 @@ struct sampler {
 	size_t evs_head, evs_len, evs_cap;
 	uint64_t ev_seq;
 	struct late_sample *late;
-	size_t late_len, late_cap;
+	size_t late_len, late_cap, late_bytes;
 	uint64_t horizon;	/* samples after this are late */
+	uint64_t round_end;	/* CLOCK_MONOTONIC ns at which a round stops handing over */
+	uint64_t dropped_late;	/* samples dropped: LATE_MAX_BYTES reached */
+	uint64_t malformed;	/* records shorter than their header says */
 	int epfd;		/* the ring's and the task buffers' epoll fds */
 	int delivered;
 	int err;
@@ -108,12 +121,15 @@ static void deliver(struct sampler *s, const void *data, size_t len)
 	const struct sample_hdr *h = data;
 	size_t kbytes;
 
-	if (len < sizeof(*h))
+	if (len < sizeof(*h) || h->kstack_depth > MAX_KSTACK_DEPTH) {
+		s->malformed++;
 		return;
-	kbytes = MAX_KSTACK_DEPTH * 8;	/* the user stack's place: after room for a full kernel stack */
-	if (len < sizeof(*h) + kbytes || h->kstack_depth > MAX_KSTACK_DEPTH ||
-	    h->ustack_len > len - sizeof(*h) - kbytes)
+	}
+	kbytes = (size_t)h->kstack_depth * 8;	/* the user stack follows the kernel stack */
+	if (len - sizeof(*h) < kbytes || h->ustack_len > len - sizeof(*h) - kbytes) {
+		s->malformed++;
 		return;
+	}
 	advance(s, h->time_ns);
 	s->cbs.sample(s->ctx, h, (const uint64_t *)((const uint8_t *)data + sizeof(*h)),
 		      (const uint8_t *)data + sizeof(*h) + kbytes);
@@ -127,27 +143,42 @@ static int on_sample(void *ctx, void *data, size_t len)
 	struct late_sample *l;
 
 	if (len >= sizeof(*h) && h->time_ns > s->horizon) {
-		/* its task events may not have been read yet: next round */
+		/*
+		 * Its task events may not have been read yet: it waits for the
+		 * next round, and so does the rest of the ring.
+		 */
+		if (s->late_bytes + len > LATE_MAX_BYTES) {
+			s->dropped_late++;
+			return END_ROUND;
+		}
 		if (s->late_len == s->late_cap) {
 			size_t cap = s->late_cap ? s->late_cap * 2 : 64;
 			struct late_sample *p = realloc(s->late, cap * sizeof(*p));
 
-			if (!p)
-				return s->err = -ENOMEM;
+			if (!p) {
+				s->dropped_late++;
+				return END_ROUND;
+			}
 			s->late = p;
 			s->late_cap = cap;
 		}
 		l = &s->late[s->late_len];
 		l->data = malloc(len);
-		if (!l->data)
-			return s->err = -ENOMEM;
+		if (!l->data) {
+			s->dropped_late++;
+			return END_ROUND;
+		}
 		memcpy(l->data, data, len);
 		l->len = len;
 		l->time = h->time_ns;
 		s->late_len++;
-		return 0;
+		s->late_bytes += len;
+		return END_ROUND;
 	}
 	deliver(s, data, len);
+	/* the rest waits in the ring, where the kernel counts what does not fit */
+	if ((s->delivered & 63) == 0 && now_ns() >= s->round_end)
+		return END_ROUND;
 	return 0;
 }
 
@@ -211,6 +242,7 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 
 	s->delivered = 0;
 	s->horizon = horizon;
+	s->round_end = horizon == UINT64_MAX ? UINT64_MAX : now_ns() + ROUND_BUDGET_NS;
 	err = perf_buffer__consume(s->tasks);
 	if (err < 0)
 		return err;
@@ -228,10 +260,14 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 			continue;
 		}
 		deliver(s, l.data, l.len);
+		s->late_bytes -= l.len;
 		free(l.data);
 	}
-	err = ring_buffer__consume(s->ring);
-	if (err < 0)
+	/* at drain, the ring to its end: no round budget, nothing is late */
+	do {
+		err = ring_buffer__consume(s->ring);
+	} while (horizon == UINT64_MAX && err == END_ROUND);
+	if (err < 0 && err != END_ROUND)
 		return err;
 	advance(s, horizon);
 	return s->err ? s->err : s->delivered;
@@ -276,22 +312,51 @@ int sampler__drain(struct sampler *s)
 	return err < 0 ? err : 0;
 }
 
-uint64_t sampler__lost(struct sampler *s)
+/* A per-CPU counter of the BPF side, summed. */
+static uint64_t counter(struct sampler *s, uint32_t key)
 {
-	uint32_t key = COUNTER_LOST;
 	uint64_t *vals, sum = 0;
-	int ncpus = libbpf_num_possible_cpus();
 
-	if (ncpus <= 0)
-		return 0;
-	vals = calloc(ncpus, sizeof(*vals));
+	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return 0;
 	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &key, vals))
-		for (int i = 0; i < ncpus; i++)
+		for (int i = 0; i < s->ncpus; i++)
 			sum += vals[i];
 	free(vals);
 	return sum;
+}
+
+uint64_t sampler__lost(struct sampler *s)
+{
+	struct sampler_stats st;
+
+	sampler__stats(s, &st);
+	return st.lost_ring + st.lost_queue + st.lost_scratch;
+}
+
+void sampler__stats(struct sampler *s, struct sampler_stats *st)
+{
+	st->lost_ring = counter(s, COUNTER_LOST);
+	st->lost_scratch = counter(s, COUNTER_NO_SCRATCH);
+	st->lost_queue = s->dropped_late;
+	st->malformed = s->malformed;
+	st->handed_over = counter(s, COUNTER_SAMPLES);
+	st->ustack_bytes = counter(s, COUNTER_USTACK_BYTES);
+}
+
+int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes)
+{
+	if (bytes < MIN_USTACK_BYTES || bytes > MAX_USTACK_BYTES || bytes % STACK_CHUNK)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid, &bytes, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void sampler__forget_thread(struct sampler *s, uint32_t tid)
+{
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid);
 }
 
 int sampler__add_target(struct sampler *s, pid_t pid)
@@ -422,6 +487,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->skel->maps.samples, RING_BYTES);
+	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	if (sample_bpf__load(s->skel)) {
 		e = errno;
 		if (e == EPERM)

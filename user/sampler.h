@@ -64,8 +64,30 @@ int sampler__poll(struct sampler *s, int timeout_ms);
  */
 int sampler__drain(struct sampler *s);
 
-/** @return samples the kernel could not hand over (ring buffer full). */
+struct sampler_stats {
+	uint64_t handed_over;	/* samples the BPF side put in the ring */
+	uint64_t lost_ring;	/* the ring was full: the reader was behind */
+	uint64_t lost_queue;	/* dropped in user space: the bound of the late queue */
+	uint64_t lost_scratch;	/* no scratch buffer for the CPU (should not happen) */
+	uint64_t malformed;	/* ring records shorter than their header said */
+	uint64_t ustack_bytes;	/* user stack bytes copied, over all samples handed over */
+};
+
+/** sampler__stats() - counts so far, from the BPF side and the reader. */
+void sampler__stats(struct sampler *s, struct sampler_stats *st);
+
+/** @return samples lost, all causes together. */
 uint64_t sampler__lost(struct sampler *s);
+
+/**
+ * sampler__set_stack_size() - copy @bytes of user stack for thread @tid from
+ * now on (a multiple of STACK_CHUNK, MIN_USTACK_BYTES to MAX_USTACK_BYTES);
+ * threads without a size get sampler_opts.stack_size. @return 0 or -errno.
+ */
+int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes);
+
+/** sampler__forget_thread() - the thread exited: its size goes. */
+void sampler__forget_thread(struct sampler *s, uint32_t tid);
 
 /** sampler__free() - detach and free; accepts NULL. */
 void sampler__free(struct sampler *s);

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The per-thread stack copy size policy of sfprof record (see copy_size.h). */
+#include "copy_size.h"
+
+void copy_size__init(struct copy_size *cs, uint32_t size)
+{
+	cs->size = size;
+	cs->max_used = 0;
+	cs->run = 0;
+	cs->patience = COPY_SIZE_RUN;
+}
+
+static uint32_t round_up(uint64_t v, uint32_t page)
+{
+	return (uint32_t)((v + page - 1) / page * page);
+}
+
+bool copy_size__observe(struct copy_size *cs, const struct copy_limits *lim, uint32_t copied,
+			uint32_t used, bool ran_out)
+{
+	uint64_t want;
+
+	/* a copy the stack's end cut short would not have been longer at any size */
+	if (ran_out && copied >= cs->size) {
+		cs->run = 0;
+		cs->max_used = 0;
+		if (cs->patience < COPY_SIZE_MAX_RUN)
+			cs->patience *= 2;
+		if (cs->size >= lim->max)
+			return false;
+		/*
+		 * Straight to the maximum: samples already in the ring were
+		 * copied at the old size, and each step would cost a ringful of
+		 * cut stacks; the next run shrinks it to what the stacks use.
+		 */
+		cs->size = lim->max;
+		return true;
+	}
+	if (used > cs->max_used)
+		cs->max_used = used;
+	if (++cs->run < cs->patience)
+		return false;
+	want = round_up((uint64_t)cs->max_used + cs->max_used / 4 + 256, lim->page);
+	if (want < lim->min)
+		want = lim->min;
+	cs->run = 0;
+	cs->max_used = 0;
+	if (want >= cs->size)
+		return false;
+	cs->size = (uint32_t)want;
+	return true;
+}
