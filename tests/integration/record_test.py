@@ -32,6 +32,14 @@ profile_oracle.py parses and symbolizes with readelf and nm:
               messages, the right exit status, no output file.
   signals     SIGINT and SIGTERM stop `record -a` and `record -- CMD` cleanly:
               exit 0, a complete file (no notice from dump), the command gone.
+  pressure    deepframes (one thread 40 KiB deep): with the default per-thread
+              copy sizes >= 99% of its user stacks are complete and a size
+              was set; with --stack-size 8192 most are cut, and the summary
+              says so. `--duration 1.5 -a -F 4999` beside it stops at 1.5 s.
+              The summary's samples, lost and bytes are the file's. On a
+              tmpfs too small for the recording (a mount namespace of its
+              own), recording stops at once with "No space left on device",
+              exit 1, and the whole blocks written are readable.
 
 Every check on a recording is also run once with a deliberately wrong
 expectation (a chain with a frame changed, the other process's pid, another
@@ -42,6 +50,7 @@ Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
 
 import argparse
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -668,9 +677,102 @@ def case_signals(ctx):
     raise_fails(fails)
 
 
+SUMMARY = re.compile(r'^sfprof: ([\d.]+) s, (\d+) samples \((\d+) lost\), (\d+) with a user '
+                     r'stack, ([\d.]+)% of them complete; .* (\d+) bytes in (.*) \(', re.M)
+
+
+def summary_of(p, what):
+    m = SUMMARY.search(p.stderr)
+    if not m:
+        raise Failure(f'{what}: no summary line in {p.stderr!r}')
+    return {'secs': float(m.group(1)), 'samples': int(m.group(2)), 'lost': int(m.group(3)),
+            'complete': float(m.group(5)), 'bytes': int(m.group(6))}
+
+
+def case_pressure(ctx):
+    fails = []
+    prog = ctx.compile('deepframes.c', 'deepframes')
+    out = ctx.path('pressure.data')
+
+    # per-thread copy sizes: the deep thread gets what it needs
+    p = ctx.record(['-F', '999', '--', prog, '3'], out)
+    expect(p.returncode == 0, fails, f'record deepframes: exit {p.returncode}: {p.stderr[-400:]}')
+    s = summary_of(p, 'record deepframes')
+    log(f'default copy sizes: {s["complete"]}% complete')
+    m = re.search(r'(\d+) per-thread copy sizes set', p.stderr)
+    expect(m and int(m.group(1)) >= 1, fails, 'default: no per-thread copy size was set')
+    expect(s['complete'] >= 99.0, fails,
+           f'default copy sizes: {s["complete"]}% of the user stacks complete, want >= 99%')
+    neg = []
+    expect(s['complete'] >= 100.5, neg, 'a share of complete stacks above 100%')
+    must_fail(neg, 'a share of complete stacks above 100%')
+    # the summary is the file's
+    prof = ctx.load(out)
+    expect(s['samples'] == len(prof.samples), fails,
+           f'summary says {s["samples"]} samples, the file has {len(prof.samples)}')
+    expect(s['lost'] == prof.lost, fails, f'summary says {s["lost"]} lost, the file {prof.lost}')
+    expect(s['bytes'] == os.path.getsize(out), fails,
+           f'summary says {s["bytes"]} bytes, the file has {os.path.getsize(out)}')
+
+    p = ctx.record(['-F', '999', '--stack-size', '8192', '--', prog, '2'], out)
+    s8 = summary_of(p, 'record --stack-size 8192')
+    m = re.search(r'(\d+) stacks cut by the copy\'s end', p.stderr)
+    log(f'--stack-size 8192: {s8["complete"]}% complete, {m.group(1) if m else "?"} cut')
+    expect(s8['complete'] < 50, fails, f'--stack-size 8192: {s8["complete"]}% complete, '
+           'want most cut (40 KiB deep)')
+    expect(m and int(m.group(1)) > s8['samples'] // 4, fails,
+           '--stack-size 8192: the summary does not count the cut stacks')
+
+    # --duration is the sampling's length, under load
+    busy = subprocess.Popen([prog, '8'])
+    try:
+        t0 = time.monotonic()
+        p = ctx.record(['-a', '-F', '4999', '--duration', '1.5'], out, timeout=30)
+        wall = time.monotonic() - t0
+    finally:
+        busy.kill()
+        busy.wait()
+    s = summary_of(p, 'record --duration 1.5')
+    log(f'--duration 1.5: summary {s["secs"]} s, wall {wall:.2f} s')
+    expect(abs(s['secs'] - 1.5) < 0.051, fails, f'--duration 1.5: sampled {s["secs"]} s')
+    expect(wall < 1.5 + 5, fails, f'--duration 1.5: sfprof ran {wall:.2f} s')
+
+    # a full disk stops the recording at once; what was written stays readable
+    mnt = ctx.path('mnt')
+    os.makedirs(mnt, exist_ok=True)
+    copy = ctx.path('full.data')
+    if os.path.exists(copy):
+        os.unlink(copy)
+    script = ('mount -t tmpfs -o size=32768 sfprof-test "$1" || exit 99; '
+              '"$2" record -a -F 4999 --duration 20 -o "$1/o.data"; echo "rc=$?" >&2; '
+              'cp "$1/o.data" "$3"')
+    busy = subprocess.Popen([prog, '25'])
+    try:
+        t0 = time.monotonic()
+        p = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, 'sh',
+                            mnt, ctx.sfprof, copy], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, errors='replace', timeout=60)
+        wall = time.monotonic() - t0
+    finally:
+        busy.kill()
+        busy.wait()
+    if 'rc=' not in p.stderr:
+        log(f'a full disk: not checked, no tmpfs in a mount namespace here: {p.stderr[-300:]}')
+    else:
+        log(f'a full disk: stopped after {wall:.1f} s: {p.stderr.strip()[-300:]}')
+        expect('rc=1' in p.stderr, fails, 'full disk: want exit 1')
+        expect('No space left on device' in p.stderr and 'recording stopped' in p.stderr, fails,
+               'full disk: no "No space left on device ... recording stopped" message')
+        expect(wall < 15, fails, f'full disk: recording went on for {wall:.1f} s of 20')
+        prof = profile_oracle.load_profile(ctx.sfprof, copy)
+        expect(len(prof.samples) > 0, fails, 'full disk: no samples readable in what was written')
+    raise_fails(fails)
+
+
 CASES = {
     'chains': case_chains, 'all-pid': case_all_pid, 'shortlived': case_shortlived,
     'syscalls': case_syscalls, 'errors': case_errors, 'signals': case_signals,
+    'pressure': case_pressure,
 }
 
 
