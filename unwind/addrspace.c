@@ -228,11 +228,16 @@ static int add_mapping(struct sfu_addrspace *as, const struct maps_line *line, b
 		new.module = sfu_module__get(module);
 	else if (new.path && try_open && (err = open_module(as, root, new.path, &new.module)))
 		goto out;
-	if (new.module && sfu_module__bias_prot(new.module, new.start, new.file_offset, new.prot,
-						&new.bias)) {
-		/* no segment maps this offset: it is not the file that was mapped */
-		sfu_module__put(new.module);
-		new.module = NULL;
+	if (new.module) {
+		uint64_t vaddr;
+
+		if (sfu_module__map_vaddr(new.module, new.file_offset, new.prot, &vaddr)) {
+			/* no segment maps this offset: it is not the file that was mapped */
+			sfu_module__put(new.module);
+			new.module = NULL;
+		} else {
+			new.bias = new.start - vaddr;
+		}
 	}
 	err = insert(as, &new);
 out:

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Module cache: each file is opened once, and files with one build ID share a module. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,4 +243,46 @@ out:
 size_t sfu_cache__count(const struct sfu_cache *cache)
 {
 	return cache->count;
+}
+
+/* Keep the entries of @n pointers (at @stride bytes, the module pointer @offset in) whose module lives. */
+static size_t keep_live(void *array, size_t n, size_t stride, size_t offset)
+{
+	uint8_t *a = array;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sfu_module *m;
+
+		memcpy(&m, a + i * stride + offset, sizeof(m));
+		if (sfu_module__refs(m) == 1)
+			continue;
+		if (kept != i)
+			memcpy(a + kept * stride, a + i * stride, stride);
+		kept++;
+	}
+	return kept;
+}
+
+size_t sfu_cache__trim(struct sfu_cache *cache)
+{
+	size_t released = 0, kept = 0;
+
+	/* the indexes first: they hold no reference of their own */
+	cache->file_count = keep_live(cache->files, cache->file_count, sizeof(*cache->files),
+				      offsetof(struct file_entry, module));
+	cache->build_id_count = keep_live(cache->by_build_id, cache->build_id_count,
+					  sizeof(*cache->by_build_id), 0);
+	for (size_t i = 0; i < cache->count; i++) {
+		struct sfu_module *m = cache->modules[i];
+
+		if (sfu_module__refs(m) == 1) {
+			sfu_module__put(m);
+			released++;
+			continue;
+		}
+		cache->modules[kept++] = m;
+	}
+	cache->count = kept;
+	return released;
 }

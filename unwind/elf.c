@@ -896,6 +896,11 @@ struct sfu_module *sfu_module__get(struct sfu_module *m)
 	return m;
 }
 
+unsigned sfu_module__refs(const struct sfu_module *m)
+{
+	return __atomic_load_n(&m->refs, __ATOMIC_ACQUIRE);
+}
+
 void sfu_module__put(struct sfu_module *m)
 {
 	if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL))
@@ -1098,8 +1103,8 @@ int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64
 	return 0;
 }
 
-int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
-			  uint32_t prot, uint64_t *bias)
+int sfu_module__map_vaddr(const struct sfu_module *m, uint64_t file_offset, uint32_t prot,
+			  uint64_t *vaddr)
 {
 	const struct sfu_segment *best = NULL;
 	int best_score = -1;
@@ -1129,14 +1134,19 @@ int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64
 	}
 	if (!best)
 		return -ENOENT;
-	/* vaddr V sits at file offset V - p_vaddr + p_offset, mapped at map_start + that - file_offset */
-	*bias = map_start + best->offset - best->vaddr - file_offset;
+	/* file offset O of the segment holds vaddr O - p_offset + p_vaddr */
+	*vaddr = file_offset - best->offset + best->vaddr;
 	return 0;
 }
 
 int sfu_module__bias(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
 		     uint64_t *bias)
 {
+	uint64_t vaddr;
 	/* an unwinder asks about code: prefer the executable segment */
-	return sfu_module__bias_prot(m, map_start, file_offset, PROT_READ | PROT_EXEC, bias);
+	int err = sfu_module__map_vaddr(m, file_offset, PROT_READ | PROT_EXEC, &vaddr);
+
+	if (!err)
+		*bias = map_start - vaddr;
+	return err;
 }

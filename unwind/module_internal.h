@@ -27,21 +27,11 @@ int sfu_file_id__cmp(const struct sfu_file_id *a, const struct sfu_file_id *b);
 /** @return the identity of the file the module was read from, as fstat() saw it. */
 const struct sfu_file_id *sfu_module__file_id(const struct sfu_module *m);
 
+/** @return the references to @m now (the cache's own included). */
+unsigned sfu_module__refs(const struct sfu_module *m);
+
 /** @return <0, 0 or >0 as build ID @a sorts before, with or after @b. */
 int sfu_build_id__cmp(const struct sfu_build_id *a, const struct sfu_build_id *b);
-
-/**
- * sfu_module__bias_prot() - sfu_module__bias() for a mapping of protection @prot.
- *
- * Where two PT_LOAD segments share a file page (text and data linked without
- * -z separate-code), the mapping's offset alone cannot tell them apart; the
- * segment whose PF_X matches PROT_EXEC in @prot wins, then the one whose PF_W
- * matches PROT_WRITE. A RELRO page made read-only stays ambiguous.
- *
- * @return 0 and fills @bias, or -ENOENT.
- */
-int sfu_module__bias_prot(const struct sfu_module *m, uint64_t map_start, uint64_t file_offset,
-			  uint32_t prot, uint64_t *bias);
 
 /**
  * sfu_module__in_plt() - whether @vaddr is in a PLT section (.plt, .plt.sec,

@@ -19,6 +19,7 @@
 #include "sfunwind/cbf.h"
 
 #include "cmds.h"
+#include "vec.h"
 
 static void usage(FILE *f)
 {
@@ -64,12 +65,16 @@ static int fail(const char *verb, const char *fmt, ...)
 /* All of @f into a malloc()ed buffer, NUL-terminated; NULL with errno set on failure. */
 static char *read_all(FILE *f, size_t *len)
 {
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap), *grown;
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
 
-	if (!buf)
-		return NULL;
 	for (;;) {
+		/* room for a byte more and the NUL: a full buffer doubles */
+		if (VEC_RESERVE(buf, cap, n + 2, 4096)) {
+			free(buf);
+			errno = ENOMEM;
+			return NULL;
+		}
 		n += fread(buf + n, 1, cap - n - 1, f);
 		if (ferror(f)) {
 			free(buf);
@@ -78,13 +83,6 @@ static char *read_all(FILE *f, size_t *len)
 		}
 		if (feof(f))
 			break;
-		cap *= 2;
-		grown = realloc(buf, cap);
-		if (!grown) {
-			free(buf);
-			return NULL;
-		}
-		buf = grown;
 	}
 	buf[n] = '\0';
 	*len = n;
@@ -250,7 +248,7 @@ static int parse_line(char *line, size_t lineno, uint64_t mask, unsigned word,
 static int encode(bool hex, unsigned word)
 {
 	uint64_t mask = word == 64 ? UINT64_MAX : (UINT64_C(1) << word) - 1;
-	struct sfu_cbf_frame *frames = NULL, *grown;
+	struct sfu_cbf_frame *frames = NULL;
 	size_t len, n = 0, cap = 0, lineno = 0;
 	char *text, *line, *next;
 	uint8_t *out = NULL;
@@ -280,14 +278,9 @@ static int encode(bool hex, unsigned word)
 			fail("encode", "line %zu: '%s' after the end of the stack", lineno, p);
 			goto out;
 		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			grown = realloc(frames, cap * sizeof(*frames));
-			if (!grown) {
-				fail("encode", "%s", strerror(ENOMEM));
-				goto out;
-			}
-			frames = grown;
+		if (VEC_RESERVE(frames, cap, n + 1, 256)) {
+			fail("encode", "%s", strerror(ENOMEM));
+			goto out;
 		}
 		if (parse_line(p, lineno, mask, word, &frames[n]))
 			goto out;

@@ -394,6 +394,8 @@ static int run(struct record *r, int *child_status)
 			if (r->npids && !targets_alive(r))
 				break;	/* as perf record -p does */
 			write_lost(r);
+			/* modules of processes long gone: a churn of programs costs no memory */
+			procs__trim(r->procs);
 			if ((err = profile_writer__tick(r->w))) {
 				fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
 					r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));

@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "hmap.h"
 #include "session.h"
+#include "strtab.h"
+#include "vec.h"
 
 static const char usage[] =
 	"usage: sfprof report [-i FILE] [--sort KEYS] [--children] [--stdio]\n"
@@ -41,14 +44,6 @@ static const char *const key_names[NKEYS] = { "comm", "pid", "dso", "sym" };
 static const char *const key_titles[NKEYS] = { "Command", "Pid:Command", "Shared Object",
 					       "Symbol" };
 
-/* Strings interned by content: equal strings get equal ids. */
-struct strtab {
-	const char **strs;	/* by id */
-	size_t count, cap;
-	uint32_t *slots;	/* id + 1, 0 = empty */
-	size_t nslots;
-};
-
 /* Samples grouped before rows are made: one per (stack, thread name, pid). */
 struct group {
 	uint32_t stack;
@@ -65,132 +60,30 @@ struct row {
 	size_t stamp;		/* last group counted in children, + 1 */
 };
 
-/* Open addressing from a 128-bit key to an index. */
-struct idxmap {
-	struct idxent {
-		uint64_t a, b;
-		uint32_t val;	/* index + 1, 0 = empty */
-	} *ents;
-	size_t cap, count;
-};
-
 struct report {
 	struct session *s;
 	enum sort_key keys[NKEYS];
 	size_t nkeys;
 	bool use[NKEYS];
 	bool children;
-	struct strtab strs;
+	struct strtab strs;	/* every column's text but the pid's */
 	uint32_t *frame_dso, *frame_sym;	/* per session frame: strtab ids, 0 = not yet */
 	struct group *groups;
 	size_t ngroups, groups_cap;
 	struct row *rows;
 	size_t nrows, rows_cap;
-	struct idxmap group_map, row_map;
+	struct hmap *group_map;	/* (stack << 32 | pid, comm) -> group index + 1 */
+	struct hmap *row_map;	/* row key, two u32 to a u64 -> row index + 1 */
 	char buf[8192];	/* one symbol column; demangled templates run long */
 };
 
-static uint64_t hash_str(const char *s)
+/* The id of @str in the report's strings. @return 0 or -ENOMEM. */
+static int intern(struct report *r, const char *str, uint32_t *id)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	int64_t v = strtab__intern(&r->strs, str, strlen(str));
 
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static int grow(void **arr, size_t *cap, size_t len, size_t size)
-{
-	void *p;
-	size_t n;
-
-	if (len < *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 64;
-	p = realloc(*arr, n * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
-/* The id of @str, copied on first sight. @return 0 or -ENOMEM. */
-static int strtab_intern(struct strtab *t, const char *str, uint32_t *id)
-{
-	size_t j;
-
-	if ((t->count + 1) * 2 > t->nslots) {
-		size_t n = t->nslots ? t->nslots * 2 : 1024;
-		uint32_t *slots = calloc(n, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->count; i++) {
-			for (j = hash_str(t->strs[i]) & (n - 1); slots[j]; j = (j + 1) & (n - 1))
-				;
-			slots[j] = i + 1;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = n;
-	}
-	for (j = hash_str(str) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		if (!strcmp(t->strs[t->slots[j] - 1], str)) {
-			*id = t->slots[j] - 1;
-			return 0;
-		}
-	}
-	if (grow((void **)&t->strs, &t->cap, t->count, sizeof(*t->strs)))
-		return -ENOMEM;
-	if (!(t->strs[t->count] = strdup(str)))
-		return -ENOMEM;
-	t->slots[j] = t->count + 1;
-	*id = t->count++;
-	return 0;
-}
-
-static void strtab_free(struct strtab *t)
-{
-	for (size_t i = 0; i < t->count; i++)
-		free((void *)t->strs[i]);
-	free(t->strs);
-	free(t->slots);
-}
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
-
-	return h ^ (h >> 29);
-}
-
-/* The slot of (a, b): its entry, or the empty one where it would go. */
-static struct idxent *idxmap_slot(struct idxmap *m, uint64_t a, uint64_t b)
-{
-	for (size_t j = mix(a, b) & (m->cap - 1);; j = (j + 1) & (m->cap - 1))
-		if (!m->ents[j].val || (m->ents[j].a == a && m->ents[j].b == b))
-			return &m->ents[j];
-}
-
-/* Make room for one more entry. @return 0 or -ENOMEM. */
-static int idxmap_reserve(struct idxmap *m)
-{
-	struct idxmap big;
-
-	if ((m->count + 1) * 2 <= m->cap)
-		return 0;
-	big.cap = m->cap ? m->cap * 2 : 1024;
-	big.count = m->count;
-	big.ents = calloc(big.cap, sizeof(*big.ents));
-	if (!big.ents)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->ents[i].val)
-			*idxmap_slot(&big, m->ents[i].a, m->ents[i].b) = m->ents[i];
-	free(m->ents);
-	*m = big;
-	return 0;
+	*id = (uint32_t)v;
+	return v < 0 ? (int)v : 0;
 }
 
 static int parse_sort(struct report *r, const char *arg)
@@ -229,20 +122,21 @@ static int group_samples(struct report *r)
 {
 	size_t n = session__nsamples(r->s);
 
+	if (!(r->group_map = hmap__new(HMAP_U128)))
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct session_sample *smp = session__sample(r->s, i);
-		uint64_t comm = r->use[KEY_COMM] ? (uintptr_t)smp->comm : 0;
-		uint64_t pid = r->use[KEY_PID] ? smp->pid : 0;
-		struct idxent *e;
+		uint64_t *idx;
 
 		/* names by pointer: equal names kept twice meet again in one row, by content */
-		if (idxmap_reserve(&r->group_map))
+		if (hmap__entry_u128(r->group_map,
+				     (uint64_t)smp->stack << 32 | (r->use[KEY_PID] ? smp->pid : 0),
+				     r->use[KEY_COMM] ? (uintptr_t)smp->comm : 0, &idx))
 			return -ENOMEM;
-		e = idxmap_slot(&r->group_map, (uint64_t)smp->stack << 32 | pid, comm);
-		if (!e->val) {
+		if (!*idx) {
 			struct group *g;
 
-			if (grow((void **)&r->groups, &r->groups_cap, r->ngroups, sizeof(*g)))
+			if (VEC_RESERVE(r->groups, r->groups_cap, r->ngroups + 1, 64))
 				return -ENOMEM;
 			g = &r->groups[r->ngroups];
 			g->stack = smp->stack;
@@ -252,12 +146,9 @@ static int group_samples(struct report *r)
 			if (!g->pcomm || !*g->pcomm)
 				g->pcomm = g->comm;
 			g->weight = 0;
-			e->a = (uint64_t)smp->stack << 32 | pid;
-			e->b = comm;
-			e->val = ++r->ngroups;
-			r->group_map.count++;
+			*idx = ++r->ngroups;
 		}
-		r->groups[e->val - 1].weight += smp->weight;
+		r->groups[*idx - 1].weight += smp->weight;
 	}
 	return 0;
 }
@@ -277,8 +168,7 @@ static int frame_ids(struct report *r, uint32_t i, uint32_t *dso, uint32_t *sym)
 	f = session__frame(r->s, i);
 	snprintf(r->buf, sizeof(r->buf), "[%c] %s", f->kernel ? 'k' : '.',
 		 session_frame_name(f, name, sizeof(name)));
-	if ((err = strtab_intern(&r->strs, f->dso ? f->dso : "[unknown]", dso)) ||
-	    (err = strtab_intern(&r->strs, r->buf, sym)))
+	if ((err = intern(r, f->dso ? f->dso : "[unknown]", dso)) || (err = intern(r, r->buf, sym)))
 		return err;
 	r->frame_dso[i] = *dso;
 	r->frame_sym[i] = *sym;
@@ -290,7 +180,7 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 		  struct row **out)
 {
 	uint32_t key[NKEYS] = { 0 };
-	struct idxent *e;
+	uint64_t *idx;
 	int err;
 
 	if (r->use[KEY_COMM])
@@ -301,8 +191,8 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 		uint32_t dso, sym;
 
 		if (frame == UINT32_MAX) {
-			if ((err = strtab_intern(&r->strs, "[unknown]", &dso)) ||
-			    (err = strtab_intern(&r->strs, "[.] [unknown]", &sym)))
+			if ((err = intern(r, "[unknown]", &dso)) ||
+			    (err = intern(r, "[.] [unknown]", &sym)))
 				return err;
 		} else if ((err = frame_ids(r, frame, &dso, &sym))) {
 			return err;
@@ -312,25 +202,21 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 		if (r->use[KEY_SYM])
 			key[KEY_SYM] = sym;
 	}
-	if (idxmap_reserve(&r->row_map))
+	if (hmap__entry_u128(r->row_map, (uint64_t)key[0] << 32 | key[1],
+			     (uint64_t)key[2] << 32 | key[3], &idx))
 		return -ENOMEM;
-	e = idxmap_slot(&r->row_map, (uint64_t)key[0] << 32 | key[1],
-			(uint64_t)key[2] << 32 | key[3]);
-	if (!e->val) {
+	if (!*idx) {
 		struct row *row;
 
-		if (grow((void **)&r->rows, &r->rows_cap, r->nrows, sizeof(*row)))
+		if (VEC_RESERVE(r->rows, r->rows_cap, r->nrows + 1, 64))
 			return -ENOMEM;
 		row = &r->rows[r->nrows];
 		memset(row, 0, sizeof(*row));
 		memcpy(row->key, key, sizeof(key));
 		row->pcomm = g->pcomm;
-		e->a = (uint64_t)key[0] << 32 | key[1];
-		e->b = (uint64_t)key[2] << 32 | key[3];
-		e->val = ++r->nrows;
-		r->row_map.count++;
+		*idx = ++r->nrows;
 	}
-	*out = &r->rows[e->val - 1];
+	*out = &r->rows[*idx - 1];
 	return 0;
 }
 
@@ -341,13 +227,14 @@ static int make_rows(struct report *r)
 
 	r->frame_dso = calloc(nframes ? nframes : 1, sizeof(*r->frame_dso));
 	r->frame_sym = calloc(nframes ? nframes : 1, sizeof(*r->frame_sym));
-	if (!r->frame_dso || !r->frame_sym)
+	r->row_map = hmap__new(HMAP_U128);
+	if (!r->frame_dso || !r->frame_sym || !r->row_map)
 		return -ENOMEM;
 	/* id 0 is never a frame's symbol: frame_ids() uses 0 for "not yet" */
 	{
 		uint32_t none;
 
-		if ((err = strtab_intern(&r->strs, "", &none)))
+		if ((err = intern(r, "", &none)))
 			return err;
 	}
 	for (size_t i = 0; i < r->ngroups; i++) {
@@ -356,7 +243,7 @@ static int make_rows(struct report *r)
 		uint32_t comm = 0;
 		struct row *row;
 
-		if (r->use[KEY_COMM] && (err = strtab_intern(&r->strs, g->comm, &comm)))
+		if (r->use[KEY_COMM] && (err = intern(r, g->comm, &comm)))
 			return err;
 		if ((err = row_of(r, g, comm, st->count ? st->frames[0] : UINT32_MAX, &row)))
 			return err;
@@ -497,13 +384,13 @@ static void print_rows(struct report *r)
 
 static void report_free(struct report *r)
 {
-	strtab_free(&r->strs);
+	strtab__release(&r->strs);
 	free(r->frame_dso);
 	free(r->frame_sym);
 	free(r->groups);
 	free(r->rows);
-	free(r->group_map.ents);
-	free(r->row_map.ents);
+	hmap__free(r->group_map);
+	hmap__free(r->row_map);
 	session__free(r->s);
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "session.h"
+#include "strtab.h"
 
 /* --- the formats; each returns 0 or a negative errno (-ENOMEM, -EIO when writing failed) --- */
 
@@ -29,21 +30,6 @@ struct svg_opts {
 
 /** export_svg() - a self-contained interactive flame graph, root at the bottom. */
 int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts);
-
-/* --- interned strings: pprof's string table, the names of folded stacks --- */
-
-struct strtab {
-	char **strs;		/* by id, in the order first seen */
-	size_t count, cap;
-	uint32_t *slots;	/* open addressing: id + 1, 0 empty */
-	size_t nslots;
-};
-
-/** strtab__intern() - the id of @str (length @len), added if new. @return the id, or -ENOMEM. */
-int64_t strtab__intern(struct strtab *t, const char *str, size_t len);
-
-/** strtab__release() - free what the table holds; the table is empty afterwards. */
-void strtab__release(struct strtab *t);
 
 /* --- folded stacks, shared by collapsed and svg --- */
 
@@ -89,9 +75,9 @@ struct image_layout {
 
 /**
  * image_layout__init() - place the mappings of image @image: each mapping's
- * start as an address in its module's ELF file, from the PT_LOAD segment it
- * maps. Modules whose file was not found are taken to map file offsets at
- * the same virtual addresses. @return 0 or -ENOMEM.
+ * start as an address in its module's ELF file (sym_module__map_vaddr(), as
+ * the session placed the frames). Modules whose file was not found are taken
+ * to map file offsets at the same virtual addresses. @return 0 or -ENOMEM.
  */
 int image_layout__init(struct image_layout *l, const struct session *s, uint32_t image);
 

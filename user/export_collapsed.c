@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "vec.h"
 
 struct fold_ctx {
 	const struct session *s;
@@ -31,15 +32,8 @@ static int64_t intern(struct fold_ctx *c, const char *name, const char *suffix,
 	free(buf);
 	if (id < 0)
 		return id;
-	if ((size_t)id >= c->kinds_cap) {
-		size_t cap = c->f->names.cap;
-		uint8_t *kinds = realloc(c->f->kinds, cap);
-
-		if (!kinds)
-			return -ENOMEM;
-		c->f->kinds = kinds;
-		c->kinds_cap = cap;
-	}
+	if (VEC_RESERVE(c->f->kinds, c->kinds_cap, (size_t)id + 1, 256))
+		return -ENOMEM;
 	if ((size_t)id == c->f->names.count - 1)
 		c->f->kinds[id] = kind;
 	return id;

@@ -1,65 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Where an image's mappings put its modules: module-relative addresses of mappings and frames. */
-#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "export.h"
-#include "sfunwind/module.h"
-
-/* The kernel maps a segment from its offset rounded down to a page, at most this far. */
-#define MAX_PAGE_SIZE 0x10000u
-#define PAGE_SIZE 4096u
-
-/*
- * The ELF vaddr mapped at the start of @m: the PT_LOAD segment that maps its
- * file offset, told apart from a neighbour sharing the page by protections,
- * as libsfunwind places mappings when it unwinds.
- */
-static bool map_vaddr(const struct sfu_module *elf, const struct session_map *m, uint64_t *vaddr)
-{
-	const struct sfu_segment *segs, *best = NULL;
-	int best_score = -1;
-	size_t n;
-
-	segs = sfu_module__segments(elf, &n);
-	for (size_t i = 0; i < n; i++) {
-		const struct sfu_segment *seg = &segs[i];
-		int score = 0;
-
-		if (!seg->filesz || m->file_offset >= seg->offset + seg->filesz ||
-		    (m->file_offset < seg->offset && seg->offset - m->file_offset >= MAX_PAGE_SIZE))
-			continue;
-		if (!(seg->flags & PF_X) == !(m->prot & PROT_EXEC))
-			score += 4;
-		if (!(seg->flags & PF_W) == !(m->prot & PROT_WRITE))
-			score += 2;
-		if (m->file_offset >= seg->offset)
-			score += 1;
-		if (score > best_score) {
-			best = seg;
-			best_score = score;
-		}
-	}
-	if (best) {
-		*vaddr = m->file_offset - best->offset + best->vaddr;
-		return true;
-	}
-	/*
-	 * A debug file standing in for a missing binary keeps the segments'
-	 * addresses and flags but not their file offsets: take the first segment
-	 * with the mapping's permissions, mapped from the page holding its start.
-	 */
-	for (size_t i = 0; i < n; i++) {
-		if (!(segs[i].flags & PF_X) == !(m->prot & PROT_EXEC) &&
-		    !(segs[i].flags & PF_W) == !(m->prot & PROT_WRITE)) {
-			*vaddr = segs[i].vaddr & ~(uint64_t)(PAGE_SIZE - 1);
-			return true;
-		}
-	}
-	return false;
-}
 
 int image_layout__init(struct image_layout *l, const struct session *s, uint32_t image)
 {
@@ -77,7 +21,6 @@ int image_layout__init(struct image_layout *l, const struct session *s, uint32_t
 	for (size_t i = 0; i < im->nmaps; i++) {
 		const struct session_map *m = &im->maps[i];
 		const struct session_module *mod;
-		const struct sfu_module *elf;
 
 		if (!m->module)
 			continue;
@@ -85,9 +28,11 @@ int image_layout__init(struct image_layout *l, const struct session *s, uint32_t
 		/* the session opens a module when a frame first lands in it */
 		if (!mod->sym)
 			continue;
-		elf = sym_module__elf(mod->sym);
-		if (elf) {
-			l->known[i] = map_vaddr(elf, m, &l->vaddr[i]);
+		if (sym_module__found(mod->sym)) {
+			/* as the session placed its frames */
+			l->known[i] = !sym_module__map_vaddr(mod->sym,
+				&(struct sym_mapping){ m->start, m->file_offset, m->prot },
+				&l->vaddr[i]);
 		} else {
 			/* what the session assumed when it named the frames module+offset */
 			l->vaddr[i] = m->file_offset;

@@ -6,6 +6,8 @@
 #include <zlib.h>
 
 #include "export.h"
+#include "hmap.h"
+#include "vec.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -35,19 +37,9 @@ static void pb_raw(struct pb *b, const void *data, size_t n)
 {
 	if (b->oom || !n)
 		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *p;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (VEC_RESERVE(b->p, b->cap, b->len + n, 256)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->p + b->len, data, n);
 	b->len += n;
@@ -96,53 +88,21 @@ static void pb_release(struct pb *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Open addressing from a u64 key to a non-zero u32 id. */
-struct idmap {
-	struct { uint64_t key; uint32_t id; } *ents;
-	size_t cap, count;
-};
-
-static size_t idmap_slot(const struct idmap *m, uint64_t key)
+/* The id @key maps to in @ids, 0 when none. */
+static uint32_t id_of(struct hmap *ids, uint64_t key)
 {
-	size_t j = (key * 0x9e3779b97f4a7c15ull) >> 17 & (m->cap - 1);
+	uint64_t *id;
 
-	while (m->ents[j].id && m->ents[j].key != key)
-		j = (j + 1) & (m->cap - 1);
-	return j;
-}
-
-static uint32_t idmap_get(const struct idmap *m, uint64_t key)
-{
-	return m->cap ? m->ents[idmap_slot(m, key)].id : 0;
-}
-
-static int idmap_put(struct idmap *m, uint64_t key, uint32_t id)
-{
-	if ((m->count + 1) * 2 > m->cap) {
-		struct idmap big = { calloc(m->cap ? m->cap * 2 : 1024, sizeof(*m->ents)),
-				     m->cap ? m->cap * 2 : 1024, m->count };
-
-		if (!big.ents)
-			return -ENOMEM;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->ents[i].id)
-				big.ents[idmap_slot(&big, m->ents[i].key)] = m->ents[i];
-		free(m->ents);
-		*m = big;
-	}
-	m->ents[idmap_slot(m, key)].key = key;
-	m->ents[idmap_slot(m, key)].id = id;
-	m->count++;
-	return 0;
+	return hmap__find_u64(ids, key, &id) ? 0 : (uint32_t)*id;
 }
 
 struct pprof {
 	const struct session *s;
 	struct strtab strs;
 	struct pb samples, mappings, locations, functions, msg, line;
-	struct idmap location_ids;	/* image << 32 | frame */
-	struct idmap mapping_ids;	/* image << 32 | mapping index */
-	struct idmap function_ids;	/* name string << 32 | file string */
+	struct hmap *location_ids;	/* image + 1 << 32 | frame (kernel: frame) -> id */
+	struct hmap *mapping_ids;	/* image << 32 | mapping index -> id */
+	struct hmap *function_ids;	/* name string << 32 | file string -> id */
 	struct image_layout *layouts;	/* by image, made on first use */
 	uint32_t nlocations, nmappings, nfunctions;
 	uint32_t kernel_mapping;	/* its id; written last, once its range is known */
@@ -176,7 +136,7 @@ static uint32_t mapping_id(struct pprof *p, uint32_t image, size_t map)
 	const struct session_map *m = &im->maps[map];
 	const char *file = "[anon]";
 	char build_id[2 * sizeof(((struct session_module *)0)->build_id) + 1] = "";
-	uint32_t id = idmap_get(&p->mapping_ids, key);
+	uint32_t id = id_of(p->mapping_ids, key);
 
 	if (id)
 		return id;
@@ -197,7 +157,7 @@ static uint32_t mapping_id(struct pprof *p, uint32_t image, size_t map)
 	/* every location carries its function: nothing for pprof to symbolize */
 	pb_uint(&p->msg, MAPPING_HAS_FUNCTIONS, 1);
 	pb_msg(&p->mappings, PROFILE_MAPPING, &p->msg);
-	if (idmap_put(&p->mapping_ids, key, id))
+	if (hmap__set_u64(p->mapping_ids, key, id))
 		p->oom = true;
 	return id;
 }
@@ -206,7 +166,7 @@ static uint32_t function_id(struct pprof *p, const char *name, const char *file)
 {
 	uint64_t n = str(p, name), f = str(p, file);
 	uint64_t key = n << 32 | f;
-	uint32_t id = idmap_get(&p->function_ids, key);
+	uint32_t id = id_of(p->function_ids, key);
 
 	if (id)
 		return id;
@@ -217,7 +177,7 @@ static uint32_t function_id(struct pprof *p, const char *name, const char *file)
 	pb_uint(&p->msg, FUNCTION_SYSTEM_NAME, n);
 	pb_uint(&p->msg, FUNCTION_FILENAME, f);
 	pb_msg(&p->functions, PROFILE_FUNCTION, &p->msg);
-	if (idmap_put(&p->function_ids, key, id))
+	if (hmap__set_u64(p->function_ids, key, id))
 		p->oom = true;
 	return id;
 }
@@ -237,7 +197,7 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 {
 	const struct session_frame *f = session__frame(p->s, frame);
 	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
-	uint32_t id = idmap_get(&p->location_ids, key), map_id = 0, fn;
+	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
 	struct image_layout *l;
 	uint64_t addr = f->addr;
 	char buf[128];
@@ -267,7 +227,7 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 	pb_uint(&p->line, LINE_LINE, f->line);
 	pb_msg(&p->msg, LOCATION_LINE, &p->line);
 	pb_msg(&p->locations, PROFILE_LOCATION, &p->msg);
-	if (idmap_put(&p->location_ids, key, id))
+	if (hmap__set_u64(p->location_ids, key, id))
 		p->oom = true;
 	return id;
 }
@@ -440,7 +400,10 @@ int export_pprof(const struct session *s, FILE *out)
 	int err = -ENOMEM;
 
 	p.layouts = calloc(session__nimages(s) + 1, sizeof(*p.layouts));
-	if (p.layouts) {
+	p.location_ids = hmap__new(HMAP_U64);
+	p.mapping_ids = hmap__new(HMAP_U64);
+	p.function_ids = hmap__new(HMAP_U64);
+	if (p.layouts && p.location_ids && p.mapping_ids && p.function_ids) {
 		put_profile(&p, &prof);
 		if (!p.oom && !prof.oom)
 			err = gzip_write(out, &prof);
@@ -448,9 +411,9 @@ int export_pprof(const struct session *s, FILE *out)
 	for (size_t i = 0; p.layouts && i < session__nimages(s); i++)
 		image_layout__release(&p.layouts[i]);
 	free(p.layouts);
-	free(p.location_ids.ents);
-	free(p.mapping_ids.ents);
-	free(p.function_ids.ents);
+	hmap__free(p.location_ids);
+	hmap__free(p.mapping_ids);
+	hmap__free(p.function_ids);
 	strtab__release(&p.strs);
 	pb_release(&p.samples);
 	pb_release(&p.mappings);

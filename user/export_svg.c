@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "vec.h"
 
 #define WIDTH 1200
 #define XPAD 10
@@ -163,15 +164,8 @@ struct flame {
 
 static int add_node(struct flame *fl, uint32_t name, uint32_t depth, uint64_t x, uint64_t w)
 {
-	if (fl->count == fl->cap) {
-		size_t cap = fl->cap ? fl->cap * 2 : 1024;
-		struct node *n = realloc(fl->nodes, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		fl->nodes = n;
-		fl->cap = cap;
-	}
+	if (VEC_RESERVE(fl->nodes, fl->cap, fl->count + 1, 1024))
+		return -ENOMEM;
 	fl->nodes[fl->count++] = (struct node){ name, depth, x, w };
 	if (depth > fl->max_depth)
 		fl->max_depth = depth;

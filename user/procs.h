@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The processes a recording sees: their address spaces, kept current by task events, and their samples. */
+/* The record path after the ring: each sample unwound in its process (proctab.h), encoded (stack_enc.h) and written. */
 #ifndef SFPROF_PROCS_H
 #define SFPROF_PROCS_H
 
@@ -80,6 +80,15 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
  */
 void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
 		   const uint8_t *ustack, struct procs_copy_use *use);
+
+/** @return the processes the table holds now (to see that it does not grow without end). */
+size_t procs__held(const struct procs *p);
+
+/**
+ * procs__trim() - release the modules no process holds any more (those of
+ * processes gone past their grace time). @return how many.
+ */
+size_t procs__trim(struct procs *p);
 
 /** @return counters for the summary. */
 const struct procs_stats *procs__stats(const struct procs *p);

@@ -10,17 +10,19 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "hmap.h"
 #include "profile.h"
 #include "profile_internal.h"
+#include "vec.h"
 
 #define HEADER_MAX	65536
 #define RESYNC_CHUNK	65536
 
+/* A stack record kept for the samples that name it. */
 struct stack_ent {
-	uint32_t id;		/* 0 = empty slot */
 	uint8_t space;
 	uint32_t len;
-	uint8_t *cbf;
+	uint8_t cbf[];
 };
 
 struct profile_reader {
@@ -37,8 +39,7 @@ struct profile_reader {
 	uint64_t prev_time;
 	uint64_t block_no;
 	char str[2][4096];	/* string fields of the last record */
-	struct stack_ent *stacks;	/* by id, open addressing */
-	size_t stacks_cap, stacks_count;
+	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
 	bool done;
 };
 
@@ -75,20 +76,6 @@ static int read_at(struct profile_reader *r, void *buf, size_t len, uint64_t off
 		len -= n;
 		off += n;
 	}
-	return 0;
-}
-
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	uint8_t *p;
-
-	if (need <= *cap)
-		return 0;
-	p = realloc(*buf, need);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = need;
 	return 0;
 }
 
@@ -173,7 +160,8 @@ struct profile_reader *profile_reader__open(const char *path, struct profile_dia
 	if (!r)
 		goto fail;
 	r->fd = -1;
-	if (!(r->path = strdup(path)) || !(r->zd = ZSTD_createDCtx()))
+	if (!(r->path = strdup(path)) || !(r->zd = ZSTD_createDCtx()) ||
+	    !(r->stacks = hmap__new(HMAP_U64)))
 		goto fail;
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
@@ -215,9 +203,7 @@ void profile_reader__free(struct profile_reader *r)
 		return;
 	if (r->fd >= 0)
 		close(r->fd);
-	for (size_t i = 0; i < r->stacks_cap; i++)
-		free(r->stacks[i].cbf);
-	free(r->stacks);
+	hmap__free_values(r->stacks, free);
 	for (size_t i = 0; i < sizeof(r->strings) / sizeof(r->strings[0]); i++)
 		free(r->strings[i]);
 	ZSTD_freeDCtx(r->zd);
@@ -340,8 +326,8 @@ static int next_block(struct profile_reader *r)
 				return err;
 			continue;
 		}
-		if (grow(&r->cbuf, &r->cbuf_cap, csize ? csize : 1) ||
-		    grow(&r->data, &r->data_cap, usize ? usize : 1))
+		if (VEC_RESERVE(r->cbuf, r->cbuf_cap, csize ? csize : 1, 65536) ||
+		    VEC_RESERVE(r->data, r->data_cap, usize ? usize : 1, 65536))
 			return -ENOMEM;
 		err = read_at(r, r->cbuf, csize, r->pos + PROFILE_BLOCK_HDR);
 		if (err)
@@ -363,60 +349,39 @@ static int next_block(struct profile_reader *r)
 	}
 }
 
-static struct stack_ent *stack_slot(struct profile_reader *r, uint32_t id)
-{
-	if (!r->stacks_cap)
-		return NULL;
-	for (size_t j = (id * 0x9e3779b1u) & (r->stacks_cap - 1);; j = (j + 1) & (r->stacks_cap - 1))
-		if (r->stacks[j].id == id || !r->stacks[j].id)
-			return &r->stacks[j];
-}
-
 static int add_stack(struct profile_reader *r, const struct profile_stack *s)
 {
 	struct stack_ent *e;
+	uint64_t *v;
 
-	if ((r->stacks_count + 1) * 2 > r->stacks_cap) {
-		size_t cap = r->stacks_cap ? r->stacks_cap * 2 : 256;
-		struct stack_ent *old = r->stacks;
-		size_t old_cap = r->stacks_cap;
-
-		r->stacks = calloc(cap, sizeof(*r->stacks));
-		if (!r->stacks) {
-			r->stacks = old;
-			return -ENOMEM;
-		}
-		r->stacks_cap = cap;
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i].id)
-				*stack_slot(r, old[i].id) = old[i];
-		free(old);
-	}
-	e = stack_slot(r, s->id);
-	if (e->id)
-		return 0;	/* a second definition of an id keeps the first */
-	e->cbf = malloc(s->len ? s->len : 1);
-	if (!e->cbf)
+	if (hmap__entry_u64(r->stacks, s->id, &v))
 		return -ENOMEM;
-	memcpy(e->cbf, s->cbf, s->len);
-	e->id = s->id;
+	if (*v)
+		return 0;	/* a second definition of an id keeps the first */
+	e = malloc(sizeof(*e) + s->len);
+	if (!e) {
+		hmap__delete_u64(r->stacks, s->id, NULL);
+		return -ENOMEM;
+	}
 	e->space = s->space;
 	e->len = s->len;
-	r->stacks_count++;
+	memcpy(e->cbf, s->cbf, s->len);
+	*v = (uintptr_t)e;
 	return 0;
 }
 
 static void resolve(struct profile_reader *r, uint32_t id, uint8_t space, const uint8_t **cbf,
 		    size_t *len)
 {
-	struct stack_ent *e;
+	const struct stack_ent *e;
+	uint64_t *v;
 
 	*cbf = NULL;
 	*len = 0;
 	if (!id)
 		return;
-	e = stack_slot(r, id);
-	if (!e || !e->id || e->space != space) {
+	e = hmap__find_u64(r->stacks, id, &v) ? NULL : (const struct stack_ent *)(uintptr_t)*v;
+	if (!e || e->space != space) {
 		r->st.unknown_stacks++;
 		return;
 	}

@@ -11,8 +11,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "hmap.h"
 #include "profile.h"
 #include "profile_internal.h"
+#include "vec.h"
 
 #define ZSTD_LEVEL 3
 #define BLOCK_NS 1000000000ull	/* a block older than this is written at the next record */
@@ -21,17 +23,6 @@ struct buf {
 	uint8_t *p;
 	size_t len, cap;
 	bool oom;	/* an append failed: the content is incomplete */
-};
-
-/* Interned byte strings -> ids from 1, open addressing. */
-struct intern {
-	struct slot {
-		uint64_t hash;
-		uint32_t id;	/* 0 = empty */
-		uint32_t len;
-		uint8_t *key;
-	} *slots;
-	size_t cap, count;
 };
 
 struct profile_writer {
@@ -45,7 +36,8 @@ struct profile_writer {
 	uint32_t block_records;
 	uint64_t block_started;	/* CLOCK_MONOTONIC_COARSE ns of its first record */
 	uint64_t prev_time;	/* of the last timed record in the block */
-	struct intern stacks, modules;
+	struct hmap *stacks;	/* space byte and CBF bytes -> id, from 1 */
+	struct hmap *modules;	/* build ID length, build ID and path -> id, from 1 */
 	uint8_t *stack_space;	/* of each stack id, from 1: samples may give ids */
 	size_t stack_space_cap;
 	uint64_t samples, lost, blocks;
@@ -77,19 +69,7 @@ static void set_reason(struct profile_diag *diag, const char *fmt, ...)
 
 static int buf_reserve(struct buf *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	uint8_t *p;
-
-	if (b->len + more <= b->cap)
-		return 0;
-	while (cap < b->len + more)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
+	return VEC_RESERVE(b->p, b->cap, b->len + more, 4096);
 }
 
 static int buf_put(struct buf *b, const void *p, size_t n)
@@ -127,70 +107,19 @@ static void put_str(struct buf *b, const char *s)
 	put_bytes(b, s ? s : "", s ? strlen(s) : 0);
 }
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
+/* The id of @key in @t, adding it when new (*@added set). @return 0, -ENOMEM or -EINVAL. */
+static int intern(struct hmap *t, const uint8_t *key, size_t len, uint32_t *id, bool *added)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t *v;
+	int err = hmap__entry(t, key, len, &v, NULL);
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
-/* The id of @key, adding it when new (*added set). Returns 0 or -ENOMEM. */
-static int intern_get(struct intern *t, const uint8_t *key, size_t len, uint32_t *id, bool *added)
-{
-	uint64_t h = hash_bytes(key, len);
-	struct slot *s;
-
-	if (len > UINT32_MAX)
-		return -EINVAL;
-	if ((t->count + 1) * 2 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct slot *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->cap; i++) {
-			struct slot *o = &t->slots[i];
-			size_t j = o->hash & (cap - 1);
-
-			if (!o->id)
-				continue;
-			while (slots[j].id)
-				j = (j + 1) & (cap - 1);
-			slots[j] = *o;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->cap = cap;
-	}
-	for (size_t j = h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
-		s = &t->slots[j];
-		if (!s->id)
-			break;
-		if (s->hash == h && s->len == len && !memcmp(s->key, key, len)) {
-			*id = s->id;
-			*added = false;
-			return 0;
-		}
-	}
-	s->key = malloc(len ? len : 1);
-	if (!s->key)
-		return -ENOMEM;
-	memcpy(s->key, key, len);
-	s->hash = h;
-	s->len = len;
-	s->id = ++t->count;
-	*id = s->id;
-	*added = true;
+	if (err)
+		return err;
+	*added = !*v;
+	if (!*v)
+		*v = hmap__count(t);	/* ids from 1 in the order first seen: nothing is deleted */
+	*id = (uint32_t)*v;
 	return 0;
-}
-
-static void intern_free(struct intern *t)
-{
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->slots[i].key);
-	free(t->slots);
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -361,9 +290,9 @@ static void writer_free(struct profile_writer *w)
 	free(w->block.p);
 	free(w->scratch.p);
 	free(w->out.p);
-	intern_free(&w->stacks);
+	hmap__free(w->stacks);
 	free(w->stack_space);
-	intern_free(&w->modules);
+	hmap__free(w->modules);
 	free(w->path);
 	free(w->old_path);
 	free(w);
@@ -385,7 +314,9 @@ struct profile_writer *profile_writer__create(const char *path, const struct pro
 		goto fail;
 	}
 	w->zc = ZSTD_createCCtx();
-	if (!w->zc)
+	w->stacks = hmap__new(HMAP_BYTES);
+	w->modules = hmap__new(HMAP_BYTES);
+	if (!w->zc || !w->stacks || !w->modules)
 		goto fail;
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
@@ -521,7 +452,7 @@ int profile_writer__module(struct profile_writer *w, const struct profile_module
 		memcpy(key + 1, m->build_id, m->build_id_len);
 	if (plen)
 		memcpy(key + 1 + m->build_id_len, m->path, plen);
-	err = intern_get(&w->modules, key, 1 + m->build_id_len + plen, id, &added);
+	err = intern(w->modules, key, 1 + m->build_id_len + plen, id, &added);
 	free(key);
 	if (err || !added)
 		return err;
@@ -550,16 +481,9 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 	w->scratch.p[0] = space;
 	memcpy(w->scratch.p + 1, cbf, len);
 	/* room for a new one's space first: an id is never given without it */
-	if (w->stacks.count + 1 > w->stack_space_cap) {
-		size_t cap = w->stack_space_cap ? w->stack_space_cap * 2 : 1024;
-		uint8_t *p = realloc(w->stack_space, cap);
-
-		if (!p)
-			return -ENOMEM;
-		w->stack_space = p;
-		w->stack_space_cap = cap;
-	}
-	err = intern_get(&w->stacks, w->scratch.p, len + 1, id, &added);
+	if (VEC_RESERVE(w->stack_space, w->stack_space_cap, hmap__count(w->stacks) + 1, 1024))
+		return -ENOMEM;
+	err = intern(w->stacks, w->scratch.p, len + 1, id, &added);
 	if (err || !added)
 		return err;
 	w->stack_space[*id - 1] = space;
@@ -585,7 +509,7 @@ static int sample_stack(struct profile_writer *w, uint8_t space, const uint8_t *
 {
 	if (len || !given)
 		return stack_id(w, space, cbf, len, id);
-	if (given > w->stacks.count || w->stack_space[given - 1] != space)
+	if (given > hmap__count(w->stacks) || w->stack_space[given - 1] != space)
 		return -EINVAL;
 	*id = given;
 	return 0;
@@ -651,7 +575,7 @@ static int finish(struct profile_writer *w, bool failed, bool keep, struct profi
 		put_le64(t + 32, w->first_time);
 		put_le64(t + 40, w->last_time);
 		put_le32(t + 48, w->processes);
-		put_le32(t + 52, w->stacks.count);
+		put_le32(t + 52, hmap__count(w->stacks));
 		put_le32(t + 56, failed ? PROFILE_TRAILER_F_FAILED : 0);
 		put_le32(t + 60, profile_crc32(0, t, 60));
 		err = commit(w, t, sizeof(t));

@@ -269,7 +269,13 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 	} while (horizon == UINT64_MAX && err == END_ROUND);
 	if (err < 0 && err != END_ROUND)
 		return err;
-	advance(s, horizon);
+	/*
+	 * Task events up to the horizon, when every sample before it was
+	 * handed over; a round that ended early leaves samples older than the
+	 * horizon in the ring, and their events wait with them.
+	 */
+	if (err != END_ROUND)
+		advance(s, horizon);
 	return s->err ? s->err : s->delivered;
 }
 

@@ -6,20 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "session.h"
 #include "sfunwind/cbf.h"
+#include "vec.h"
 
 #define MAX_FRAMES 4096
-
-/* Open-addressing map from a key of three u64 to a u32 value. */
-struct kmap {
-	struct kent {
-		uint64_t k[3];
-		uint32_t val;
-		bool used;
-	} *ents;
-	size_t cap, count;
-};
 
 struct session {
 	struct profile_meta meta;
@@ -31,104 +23,26 @@ struct session {
 	struct session_image *images;
 	size_t nimages, images_cap;
 	struct session_module *modules;	/* by module id - 1 */
-	size_t nmodules;
+	size_t nmodules, modules_cap;
 	struct session_sample *samples;
 	size_t nsamples, samples_cap;
 	struct session_stack *stacks;
 	size_t nstacks, stacks_cap;
 	struct session_frame *frames;
 	size_t nframes, frames_cap;
-	struct kmap by_pid;		/* pid -> current image + 1 */
-	struct kmap by_tid;		/* tid -> string index of its name */
-	struct kmap stack_keys;		/* (image, ustack id, kstack id) -> stack */
-	struct kmap frame_keys;		/* (kind, a, b) -> frame */
-	struct kmap sampled_pids;	/* pids with samples, counted */
+	struct hmap *by_pid;		/* pid -> current image | PID_SAMPLED */
+	struct hmap *by_tid;		/* tid -> string index of its name */
+	struct hmap *stack_keys;	/* (image, ustack id << 32 | kstack id) -> stack + 1 */
+	struct hmap *frame_keys;	/* (b, a << 32 | is_ra << 8 | kind) -> frame + 1 */
 	struct profile_reader *reader;
 	uint32_t scratch[MAX_FRAMES];
 };
-
-static uint64_t kmix(const uint64_t k[3])
-{
-	uint64_t h = k[0] * 0x9e3779b97f4a7c15ull ^ k[1] * 0xc2b2ae3d27d4eb4full ^
-		     k[2] * 0x165667b19e3779f9ull;
-
-	return h ^ (h >> 29);
-}
-
-static struct kent *kmap_slot(const struct kmap *m, const uint64_t k[3])
-{
-	for (size_t j = kmix(k) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
-		struct kent *e = &m->ents[j];
-
-		if (!e->used || (e->k[0] == k[0] && e->k[1] == k[1] && e->k[2] == k[2]))
-			return e;
-	}
-}
-
-static bool kmap_get(const struct kmap *m, uint64_t a, uint64_t b, uint64_t c, uint32_t *val)
-{
-	const uint64_t k[3] = { a, b, c };
-	struct kent *e;
-
-	if (!m->cap)
-		return false;
-	e = kmap_slot(m, k);
-	if (!e->used)
-		return false;
-	*val = e->val;
-	return true;
-}
-
-static int kmap_put(struct kmap *m, uint64_t a, uint64_t b, uint64_t c, uint32_t val)
-{
-	const uint64_t k[3] = { a, b, c };
-	struct kent *e;
-
-	if ((m->count + 1) * 2 > m->cap) {
-		struct kmap big = { calloc(m->cap ? m->cap * 2 : 1024, sizeof(struct kent)),
-				    m->cap ? m->cap * 2 : 1024, m->count };
-
-		if (!big.ents)
-			return -ENOMEM;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->ents[i].used)
-				*kmap_slot(&big, m->ents[i].k) = m->ents[i];
-		free(m->ents);
-		*m = big;
-	}
-	e = kmap_slot(m, k);
-	if (!e->used)
-		m->count++;
-	e->k[0] = a;
-	e->k[1] = b;
-	e->k[2] = c;
-	e->val = val;
-	e->used = true;
-	return 0;
-}
-
-/* Grow an array of @size-byte elements to hold one more. */
-static int grow(void **arr, size_t *cap, size_t len, size_t size)
-{
-	void *p;
-	size_t n;
-
-	if (len < *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 256;
-	p = realloc(*arr, n * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
 
 static const char *keep(struct session *s, const char *str, size_t len)
 {
 	char *copy;
 
-	if (grow((void **)&s->strings, &s->strings_cap, s->nstrings, sizeof(*s->strings)))
+	if (VEC_RESERVE(s->strings, s->strings_cap, s->nstrings + 1, 256))
 		return "";
 	copy = strndup(str, len);
 	if (!copy)
@@ -142,11 +56,16 @@ static const char *keep_str(struct session *s, const char *str)
 	return str ? keep(s, str, strlen(str)) : NULL;
 }
 
-static int new_image(struct session *s, uint32_t pid, uint32_t *idx)
+/* In by_pid's values: the pid has samples (counted in totals.processes once). */
+#define PID_SAMPLED (1ull << 63)
+
+/* A new image of @pid, its current one from now on: by_pid's value @v. */
+static int new_image(struct session *s, uint32_t pid, uint32_t *idx, uint64_t **v)
 {
 	struct session_image *im;
 
-	if (grow((void **)&s->images, &s->images_cap, s->nimages, sizeof(*s->images)))
+	if (VEC_RESERVE(s->images, s->images_cap, s->nimages + 1, 256) ||
+	    hmap__entry_u64(s->by_pid, pid, v))
 		return -ENOMEM;
 	im = &s->images[s->nimages];
 	memset(im, 0, sizeof(*im));
@@ -154,18 +73,24 @@ static int new_image(struct session *s, uint32_t pid, uint32_t *idx)
 	im->comm = "";
 	im->exe = "";
 	*idx = s->nimages++;
-	return kmap_put(&s->by_pid, pid, 0, 0, *idx + 1);
+	**v = *idx | (**v & PID_SAMPLED);
+	return 0;
 }
 
-static int current_image(struct session *s, uint32_t pid, uint32_t *idx)
+/* The current image of @pid, made when new; a @sampled pid is counted the first time. */
+static int current_image(struct session *s, uint32_t pid, bool sampled, uint32_t *idx)
 {
-	uint32_t v;
+	uint64_t *v;
+	int err;
 
-	if (kmap_get(&s->by_pid, pid, 0, 0, &v)) {
-		*idx = v - 1;
-		return 0;
+	if (hmap__find_u64(s->by_pid, pid, &v) && (err = new_image(s, pid, idx, &v)))
+		return err;
+	*idx = (uint32_t)*v;
+	if (sampled && !(*v & PID_SAMPLED)) {
+		*v |= PID_SAMPLED;
+		s->totals.processes++;
 	}
-	return new_image(s, pid, idx);
+	return 0;
 }
 
 static int add_map(struct session *s, const struct profile_mapping *m)
@@ -175,13 +100,12 @@ static int add_map(struct session *s, const struct profile_mapping *m)
 	uint32_t idx;
 	size_t i;
 
-	if (current_image(s, m->pid, &idx))
+	if (current_image(s, m->pid, false, &idx))
 		return -ENOMEM;
 	im = &s->images[idx];
-	maps = realloc(im->maps, (im->nmaps + 1) * sizeof(*maps));
-	if (!maps)
+	if (VEC_RESERVE(im->maps, im->maps_cap, im->nmaps + 1, 16))
 		return -ENOMEM;
-	im->maps = maps;
+	maps = im->maps;
 	/* keep sorted; a new mapping over an old range replaces it, as mmap does */
 	for (i = 0; i < im->nmaps; i++) {
 		if (maps[i].start < m->end && m->start < maps[i].end) {
@@ -205,12 +129,9 @@ static int add_module(struct session *s, const struct profile_module *m)
 	if (!m->id || m->id > 1u << 24)
 		return 0;
 	if (m->id > s->nmodules) {
-		struct session_module *mods = realloc(s->modules, m->id * sizeof(*mods));
-
-		if (!mods)
+		if (VEC_RESERVE(s->modules, s->modules_cap, m->id, 64))
 			return -ENOMEM;
-		memset(mods + s->nmodules, 0, (m->id - s->nmodules) * sizeof(*mods));
-		s->modules = mods;
+		memset(s->modules + s->nmodules, 0, (m->id - s->nmodules) * sizeof(*s->modules));
 		s->nmodules = m->id;
 	}
 	mod = &s->modules[m->id - 1];
@@ -239,16 +160,32 @@ static const struct session_map *find_map(const struct session_image *im, uint64
 	return &im->maps[lo - 1];
 }
 
-static int add_frame(struct session *s, const struct session_frame *f, uint32_t *idx)
+/* Frame @f, new, as the one of key @v (from frame_entry()). */
+static int add_frame(struct session *s, const struct session_frame *f, uint64_t *v, uint32_t *idx)
 {
-	if (grow((void **)&s->frames, &s->frames_cap, s->nframes, sizeof(*s->frames)))
+	if (VEC_RESERVE(s->frames, s->frames_cap, s->nframes + 1, 256))
 		return -ENOMEM;
 	s->frames[s->nframes] = *f;
 	*idx = s->nframes++;
+	*v = *idx + 1;
 	return 0;
 }
 
 enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT };
+
+/*
+ * The value of frame key (@kind, @is_ra, @a, @b): the frame's index + 1, in
+ * *@idx too, or 0 for a frame not made yet (add_frame() makes it).
+ * @return 0 or -ENOMEM.
+ */
+static int frame_entry(struct session *s, unsigned kind, bool is_ra, uint32_t a, uint64_t b,
+		       uint64_t **v, uint32_t *idx)
+{
+	if (hmap__entry_u128(s->frame_keys, b, (uint64_t)a << 32 | (uint64_t)is_ra << 8 | kind, v))
+		return -ENOMEM;
+	*idx = (uint32_t)(**v - 1);
+	return 0;
+}
 
 /* The frame for a user address of an image. */
 static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_ra, uint32_t *idx)
@@ -259,20 +196,20 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 	struct session_frame f = { .addr = addr, .is_ra = is_ra };
 	struct session_module *mod;
 	struct sym_info info;
-	uint64_t off;
+	uint64_t off, *v;
+	int err;
 
 	if (!m || !m->module) {
-		if (kmap_get(&s->frame_keys, KEY_UNMAPPED | (uint64_t)is_ra << 8, image, addr, idx))
-			return 0;
+		if ((err = frame_entry(s, KEY_UNMAPPED, is_ra, image, addr, &v, idx)) || *v)
+			return err;
 		f.dso = m ? "[anon]" : "[unknown]";
 		f.offset = addr;
 		f.rel = addr;
-		return add_frame(s, &f, idx) ||
-		       kmap_put(&s->frame_keys, KEY_UNMAPPED | (uint64_t)is_ra << 8, image, addr, *idx);
+		return add_frame(s, &f, v, idx);
 	}
 	off = addr - m->start + m->file_offset;
-	if (kmap_get(&s->frame_keys, KEY_USER | (uint64_t)is_ra << 8, m->module, off, idx))
-		return 0;
+	if ((err = frame_entry(s, KEY_USER, is_ra, m->module, off, &v, idx)) || *v)
+		return err;
 	mod = &s->modules[m->module - 1];
 	if (!mod->sym && mod->path)
 		mod->sym = symbolizer__module(s->sym, mod->build_id, mod->build_id_len, mod->path);
@@ -290,8 +227,7 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 		f.offset = off;
 	}
 	f.rel = info.vaddr;
-	return add_frame(s, &f, idx) ||
-	       kmap_put(&s->frame_keys, KEY_USER | (uint64_t)is_ra << 8, m->module, off, *idx);
+	return add_frame(s, &f, v, idx);
 }
 
 static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *idx)
@@ -299,9 +235,11 @@ static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *
 	struct session_frame f = { .addr = addr, .is_ra = is_ra, .kernel = true,
 				   .dso = "[kernel.kallsyms]" };
 	struct sym_info info;
+	uint64_t *v;
+	int err;
 
-	if (kmap_get(&s->frame_keys, KEY_KERNEL | (uint64_t)is_ra << 8, 0, addr, idx))
-		return 0;
+	if ((err = frame_entry(s, KEY_KERNEL, is_ra, 0, addr, &v, idx)) || *v)
+		return err;
 	/* a return address is named after its call: a noreturn call may end the function */
 	if (symbolizer__kernel(s->sym, is_ra && addr ? addr - 1 : addr, &info)) {
 		f.sym = info.name;
@@ -310,17 +248,18 @@ static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *
 		f.offset = addr;
 	}
 	f.rel = addr;
-	return add_frame(s, &f, idx) ||
-	       kmap_put(&s->frame_keys, KEY_KERNEL | (uint64_t)is_ra << 8, 0, addr, *idx);
+	return add_frame(s, &f, v, idx);
 }
 
 static int omit_frame(struct session *s, uint64_t count, uint32_t *idx)
 {
 	struct session_frame f = { .dso = "", .omitted = count };
+	uint64_t *v;
+	int err;
 
-	if (kmap_get(&s->frame_keys, KEY_OMIT, 0, count, idx))
-		return 0;
-	return add_frame(s, &f, idx) || kmap_put(&s->frame_keys, KEY_OMIT, 0, count, *idx);
+	if ((err = frame_entry(s, KEY_OMIT, false, 0, count, &v, idx)) || *v)
+		return err;
+	return add_frame(s, &f, v, idx);
 }
 
 /* Decode one CBF stack into frames appended at s->scratch[*n]. Returns whether it was truncated. */
@@ -366,10 +305,15 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 	struct session_stack *st;
 	uint32_t *frames;
 	size_t n = 0, nk;
+	uint64_t *v;
 
-	if (kmap_get(&s->stack_keys, image, ps->ustack_id, ps->kstack_id, idx))
+	if (hmap__entry_u128(s->stack_keys, image, (uint64_t)ps->ustack_id << 32 | ps->kstack_id, &v))
+		return -ENOMEM;
+	if (*v) {
+		*idx = (uint32_t)(*v - 1);
 		return 0;
-	if (grow((void **)&s->stacks, &s->stacks_cap, s->nstacks, sizeof(*s->stacks)))
+	}
+	if (VEC_RESERVE(s->stacks, s->stacks_cap, s->nstacks + 1, 256))
 		return -ENOMEM;
 	st = &s->stacks[s->nstacks];
 	memset(st, 0, sizeof(*st));
@@ -386,15 +330,16 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 	st->count = n;
 	st->kernel = nk;
 	*idx = s->nstacks++;
-	return kmap_put(&s->stack_keys, image, ps->ustack_id, ps->kstack_id, *idx);
+	*v = *idx + 1;	/* decoding added frames, not stacks: @v still points at the entry */
+	return 0;
 }
 
 static const char *thread_comm(struct session *s, uint32_t tid, const struct session_image *im)
 {
-	uint32_t v;
+	uint64_t *v;
 
-	if (kmap_get(&s->by_tid, tid, 0, 0, &v))
-		return s->strings[v];
+	if (!hmap__find_u64(s->by_tid, tid, &v))
+		return s->strings[*v];
 	return im->comm;
 }
 
@@ -404,9 +349,9 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 	uint32_t image, stack;
 	int err;
 
-	if ((err = current_image(s, ps->pid, &image)) || (err = resolve(s, image, ps, &stack)))
+	if ((err = current_image(s, ps->pid, true, &image)) || (err = resolve(s, image, ps, &stack)))
 		return err;
-	if (grow((void **)&s->samples, &s->samples_cap, s->nsamples, sizeof(*s->samples)))
+	if (VEC_RESERVE(s->samples, s->samples_cap, s->nsamples + 1, 256))
 		return -ENOMEM;
 	out = &s->samples[s->nsamples++];
 	*out = (struct session_sample){ ps->time_ns, ps->pid, ps->tid, ps->cpu, ps->weight,
@@ -419,7 +364,7 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 	s->totals.weight += ps->weight;
 	if (s->stacks[stack].truncated)
 		s->totals.truncated++;
-	return kmap_put(&s->sampled_pids, ps->pid, 0, 0, 1);
+	return 0;
 }
 
 static int set_thread(struct session *s, uint32_t tid, const char *comm)
@@ -429,16 +374,17 @@ static int set_thread(struct session *s, uint32_t tid, const char *comm)
 	keep_str(s, comm ? comm : "");
 	if (s->nstrings == n)
 		return -ENOMEM;
-	return kmap_put(&s->by_tid, tid, 0, 0, s->nstrings - 1);
+	return hmap__set_u64(s->by_tid, tid, s->nstrings - 1);
 }
 
 static int apply(struct session *s, const struct profile_record *r)
 {
 	uint32_t idx;
+	uint64_t *v;
 
 	switch (r->type) {
 	case PROFILE_REC_PROCESS:
-		if (new_image(s, r->process.pid, &idx))
+		if (new_image(s, r->process.pid, &idx, &v))
 			return -ENOMEM;
 		s->images[idx].ppid = r->process.ppid;
 		s->images[idx].comm = keep_str(s, r->process.comm);
@@ -470,9 +416,11 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	struct profile_record rec;
 	int ret;
 
-	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL))) {
+	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL)) ||
+	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
+	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128))) {
 		snprintf(diag->reason, sizeof(diag->reason), "out of memory");
-		free(s);
+		session__free(s);
 		return NULL;
 	}
 	s->reader = profile_reader__open(path, diag);
@@ -495,7 +443,6 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	s->status = *profile_reader__status(s->reader);
 	if (s->status.has_trailer && s->status.trailer_lost > s->totals.lost)
 		s->totals.lost = s->status.trailer_lost;
-	s->totals.processes = s->sampled_pids.count;
 	return s;
 }
 
@@ -515,11 +462,10 @@ void session__free(struct session *s)
 	free(s->samples);
 	free(s->stacks);
 	free(s->frames);
-	free(s->by_pid.ents);
-	free(s->by_tid.ents);
-	free(s->stack_keys.ents);
-	free(s->frame_keys.ents);
-	free(s->sampled_pids.ents);
+	hmap__free(s->by_pid);
+	hmap__free(s->by_tid);
+	hmap__free(s->stack_keys);
+	hmap__free(s->frame_keys);
 	profile_reader__free(s->reader);
 	symbolizer__free(s->sym);
 	free(s);

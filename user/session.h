@@ -50,7 +50,7 @@ struct session_image {
 	const char *comm;
 	const char *exe;
 	struct session_map *maps;	/* sorted by start */
-	size_t nmaps;
+	size_t nmaps, maps_cap;
 };
 
 struct session_module {

@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "hmap.h"
 #include "sfunwind.h"
 #include "symbolize.h"
+#include "vec.h"
 
 struct sym_module {
 	struct sym_module *next;
@@ -25,12 +28,7 @@ struct sym_module {
 	int dwarf_fd;
 	Dwarf *dwarf;
 	bool dwarf_tried;
-	/* demangled names by symbol start, a small open-addressing cache */
-	struct demangled {
-		uint64_t start;
-		char *name;	/* NULL slot = empty */
-	} *names;
-	size_t names_cap, names_count;
+	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
 };
 
 struct ksym {
@@ -42,7 +40,7 @@ struct symbolizer {
 	struct symbolizer_opts opts;
 	struct sym_module *modules;
 	struct ksym *ksyms;
-	size_t nksyms;
+	size_t nksyms, ksyms_cap;
 	bool ksyms_loaded;
 	debuginfod_client *dbgd;
 	bool dbgd_tried;
@@ -65,9 +63,7 @@ static void module_free(struct sym_module *m)
 		dwarf_end(m->dwarf);
 	if (m->dwarf_fd >= 0)
 		close(m->dwarf_fd);
-	for (size_t i = 0; i < m->names_cap; i++)
-		free(m->names[i].name);
-	free(m->names);
+	hmap__free_values(m->names, free);
 	free(m->path);
 	free(m);
 }
@@ -238,11 +234,6 @@ bool sym_module__found(const struct sym_module *m)
 	return m->bin != NULL;
 }
 
-const struct sfu_module *sym_module__elf(const struct sym_module *m)
-{
-	return m->bin;
-}
-
 char *symbolizer__demangle(const char *name)
 {
 	if (!name || (strncmp(name, "_Z", 2) && strncmp(name, "_R", 2)))
@@ -253,61 +244,23 @@ char *symbolizer__demangle(const char *name)
 /* The demangled (or plain) name of the symbol starting at @start, cached. */
 static const char *display_name(struct sym_module *m, uint64_t start, const char *raw)
 {
-	struct demangled *slot;
+	uint64_t *slot;
 	char *dm;
 
 	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
 		return raw;
-	if ((m->names_count + 1) * 2 > m->names_cap) {
-		size_t cap = m->names_cap ? m->names_cap * 2 : 64;
-		struct demangled *names = calloc(cap, sizeof(*names));
-
-		if (!names)
-			return raw;
-		for (size_t i = 0; i < m->names_cap; i++) {
-			size_t j;
-
-			if (!m->names[i].name)
-				continue;
-			for (j = (m->names[i].start * 0x9e3779b97f4a7c15ull) >> 40 & (cap - 1);
-			     names[j].name; j = (j + 1) & (cap - 1))
-				;
-			names[j] = m->names[i];
-		}
-		free(m->names);
-		m->names = names;
-		m->names_cap = cap;
-	}
-	for (size_t j = (start * 0x9e3779b97f4a7c15ull) >> 40 & (m->names_cap - 1);;
-	     j = (j + 1) & (m->names_cap - 1)) {
-		slot = &m->names[j];
-		if (!slot->name)
-			break;
-		if (slot->start == start)
-			return slot->name;
-	}
-	dm = symbolizer__demangle(raw);
-	slot->name = dm ? dm : strdup(raw);
-	if (!slot->name)
+	if ((!m->names && !(m->names = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->names, start, &slot))
 		return raw;
-	slot->start = start;
-	m->names_count++;
-	return slot->name;
-}
-
-static bool offset_to_vaddr(const struct sfu_module *bin, uint64_t off, uint64_t *vaddr)
-{
-	const struct sfu_segment *segs;
-	size_t n;
-
-	segs = sfu_module__segments(bin, &n);
-	for (size_t i = 0; i < n; i++) {
-		if (off >= segs[i].offset && off - segs[i].offset < segs[i].memsz) {
-			*vaddr = off - segs[i].offset + segs[i].vaddr;
-			return true;
-		}
+	if (*slot)
+		return (const char *)(uintptr_t)*slot;
+	dm = symbolizer__demangle(raw);
+	if (!dm && !(dm = strdup(raw))) {
+		hmap__delete_u64(m->names, start, NULL);
+		return raw;
 	}
-	return false;
+	*slot = (uintptr_t)dm;
+	return dm;
 }
 
 static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *out)
@@ -332,62 +285,47 @@ static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *o
 		out->line = lineno;
 }
 
-static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
-			 struct sym_info *out);
-
-bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
-			bool is_ra, struct sym_info *out)
-{
-	uint64_t vaddr;
-
-	memset(out, 0, sizeof(*out));
-	out->vaddr = file_offset;
-	if (!m || !m->bin || !offset_to_vaddr(m->bin, file_offset, &vaddr))
-		return false;
-	return lookup_vaddr(s, m, vaddr, is_ra, out);
-}
-
-/*
- * The ELF address of @addr in @map for a debug file standing in for its
- * binary: its program headers have the addresses and flags of the segments
- * but file offsets of 0. The loader maps each segment from the page holding
- * its start, so the first segment with the mapping's permissions that takes
- * in the address from that page on is the one.
- */
-static bool mapped_to_vaddr(const struct sfu_module *dbg, uint64_t addr,
-			    const struct sym_mapping *map, uint64_t *vaddr)
+int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *map,
+			  uint64_t *vaddr)
 {
 	const uint64_t page = 4096;
 	const struct sfu_segment *segs;
 	size_t n;
 
-	segs = sfu_module__segments(dbg, &n);
+	if (!m->bin)
+		return -ENOENT;
+	if (m->bin != m->dbg)
+		return sfu_module__map_vaddr(m->bin, map->file_offset, map->prot, vaddr);
+	/*
+	 * A debug file standing in for its binary: its program headers keep the
+	 * segments' addresses and flags, not their file offsets. The loader maps
+	 * each segment from the page holding its start, so the first segment
+	 * with the mapping's permissions is the one, from that page on.
+	 */
+	segs = sfu_module__segments(m->dbg, &n);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t v = (segs[i].vaddr & ~(page - 1)) + (addr - map->start);
-
-		if (!!(segs[i].flags & 1) != !!(map->prot & 4) ||	/* PF_X, PROT_EXEC */
-		    !!(segs[i].flags & 2) != !!(map->prot & 2))		/* PF_W, PROT_WRITE */
-			continue;
-		if (v >= segs[i].vaddr && v - segs[i].vaddr < segs[i].memsz) {
-			*vaddr = v;
-			return true;
+		if (!(segs[i].flags & PF_X) == !(map->prot & PROT_EXEC) &&
+		    !(segs[i].flags & PF_W) == !(map->prot & PROT_WRITE)) {
+			*vaddr = segs[i].vaddr & ~(page - 1);
+			return 0;
 		}
 	}
-	return false;
+	return -ENOENT;
 }
+
+static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
+			 struct sym_info *out);
 
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
 			       const struct sym_mapping *map, bool is_ra, struct sym_info *out)
 {
-	uint64_t file_offset = addr - map->start + map->file_offset, vaddr;
+	uint64_t vaddr;
 
-	if (!m || !m->bin || m->bin != m->dbg)
-		return symbolizer__lookup(s, m, file_offset, is_ra, out);
 	memset(out, 0, sizeof(*out));
-	out->vaddr = file_offset;
-	if (!mapped_to_vaddr(m->dbg, addr, map, &vaddr))
+	out->vaddr = addr - map->start + map->file_offset;
+	if (!m || sym_module__map_vaddr(m, map, &vaddr))
 		return false;
-	return lookup_vaddr(s, m, vaddr, is_ra, out);
+	return lookup_vaddr(s, m, vaddr + (addr - map->start), is_ra, out);
 }
 
 /* Name ELF address @vaddr of @m. */
@@ -421,7 +359,6 @@ static void load_kallsyms(struct symbolizer *s)
 {
 	FILE *f = fopen(s->opts.kallsyms ? s->opts.kallsyms : "/proc/kallsyms", "re");
 	char line[512];
-	size_t cap = 0;
 
 	s->ksyms_loaded = true;
 	if (!f)
@@ -434,15 +371,8 @@ static void load_kallsyms(struct symbolizer *s)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (s->nksyms == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			struct ksym *k = realloc(s->ksyms, ncap * sizeof(*k));
-
-			if (!k)
-				break;
-			s->ksyms = k;
-			cap = ncap;
-		}
+		if (VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536))
+			break;
 		s->ksyms[s->nksyms].addr = addr;
 		s->ksyms[s->nksyms].name = strdup(name);
 		if (s->ksyms[s->nksyms].name)

@@ -24,7 +24,6 @@ struct sym_info {
 	unsigned line;
 };
 
-struct sfu_module;
 struct sym_module;
 struct symbolizer;
 
@@ -50,18 +49,6 @@ const char *sym_module__path(const struct sym_module *m);
 /** @return whether an ELF file (binary or debug file) was found for the module. */
 bool sym_module__found(const struct sym_module *m);
 
-/** @return the ELF file found for the module (its program headers place mappings), or NULL. */
-const struct sfu_module *sym_module__elf(const struct sym_module *m);
-
-/**
- * symbolizer__lookup() - name a user address.
- * @file_offset: the address's offset in the mapped file (addr - start + pgoff).
- * @is_ra: a return address: looked up as addr - 1, the call instruction.
- * @return true when a function name was found (out->name set).
- */
-bool symbolizer__lookup(struct symbolizer *s, struct sym_module *m, uint64_t file_offset,
-			bool is_ra, struct sym_info *out);
-
 /* The mapping an address was sampled in. */
 struct sym_mapping {
 	uint64_t start;
@@ -70,14 +57,28 @@ struct sym_mapping {
 };
 
 /**
- * symbolizer__lookup_mapped() - name a user address of a mapping.
+ * sym_module__map_vaddr() - the ELF address a mapping of the module starts at.
  *
- * As symbolizer__lookup() with addr - start + file_offset, and also right for
- * a module of which only a separate debug file was found: a debug file keeps
- * the segments' addresses but not their file offsets, so the address is placed
- * by the segment the mapping's protection and start correspond to.
+ * sfu_module__map_vaddr() of the binary; for a module of which only a
+ * separate debug file was found, whose program headers keep the segments'
+ * addresses and flags but not their file offsets, the start of the page of
+ * the first segment with the mapping's permissions (the loader maps a
+ * segment from the page holding its start).
  *
- * @return true when a function name was found (out->name set).
+ * @return 0 and fills @vaddr, or -ENOENT (no ELF file found, or no segment
+ * for the mapping).
+ */
+int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *map,
+			  uint64_t *vaddr);
+
+/**
+ * symbolizer__lookup_mapped() - name user address @addr of mapping @map.
+ *
+ * The address is placed in the module's ELF file by sym_module__map_vaddr().
+ * @is_ra: a return address: looked up as addr - 1, the call instruction.
+ *
+ * @return true when a function name was found (out->name set); out->vaddr
+ * is the ELF address, or the file offset when the address was not placed.
  */
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
 			       const struct sym_mapping *map, bool is_ra, struct sym_info *out);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vec.h"
 #include "xray.h"
 
 /*
@@ -117,17 +118,10 @@ static int load_relocs(Elf *elf, uint16_t machine, bool relocatable, size_t map_
 			if (!reloc_value(machine, GELF_R_TYPE(rela.r_info), sym, rela.r_addend, place,
 					 &value))
 				continue;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct reloc *p = realloc(relocs, ncap * sizeof(*p));
-
-				if (!p) {
-					free(relocs);
-					snprintf(reason, 160, "out of memory");
-					return -ENOMEM;
-				}
-				relocs = p;
-				cap = ncap;
+			if (VEC_RESERVE(relocs, cap, n + 1, 64)) {
+				free(relocs);
+				snprintf(reason, 160, "out of memory");
+				return -ENOMEM;
 			}
 			relocs[n++] = (struct reloc){ place, value };
 		}

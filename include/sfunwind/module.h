@@ -171,9 +171,39 @@ SFU_API int sfu_module__symbolize(const struct sfu_module *m, uint64_t vaddr,
 SFU_API int sfu_module__symbol_addr(const struct sfu_module *m, const char *name, uint64_t *vaddr);
 
 /**
- * sfu_module__bias() - load bias of a mapping of this module.
+ * sfu_module__map_vaddr() - the ELF address a mapping of this module starts at.
+ * @file_offset: the file offset mapped at the mapping's start (mmap()'s
+ *	offset, the third field of /proc/PID/maps); a page multiple for the
+ *	loader's mappings, but any value is placed.
+ * @prot: the mapping's protection, PROT_READ | PROT_WRITE | PROT_EXEC.
+ * @vaddr: receives the ELF virtual address mapped at the mapping's start:
+ *	address A of a mapping at @start is ELF address *@vaddr + (A - start),
+ *	and the load bias (sfu_module__bias()) is start - *@vaddr.
+ *
+ * The PT_LOAD segment is the one whose file bytes hold @file_offset, or
+ * begin less than 64 KiB after it: the kernel maps a segment from its offset
+ * rounded down to a page, so a mapping may begin before its segment, and
+ * mprotect() splits a segment's mapping, so one may begin in its middle.
+ * Where two segments share a file page (text and data linked without
+ * -z separate-code), the segment whose PF_X matches PROT_EXEC in @prot wins,
+ * then the one whose PF_W matches PROT_WRITE, then the one holding
+ * @file_offset itself; a RELRO page made read-only stays ambiguous.
+ *
+ * A separate debug file keeps its segments' addresses and flags but no file
+ * bytes past its notes: this places a mapping by its file offset only.
+ *
+ * @return 0, or -ENOENT when no segment with file bytes maps @file_offset
+ * (the mapping is not of this file).
+ */
+SFU_API int sfu_module__map_vaddr(const struct sfu_module *m, uint64_t file_offset, uint32_t prot,
+				  uint64_t *vaddr);
+
+/**
+ * sfu_module__bias() - load bias of a mapping of this module's code.
  * @map_start: the mapping's start address.
  * @file_offset: the file offset mapped there.
+ *
+ * sfu_module__map_vaddr() of an executable mapping, as a bias.
  *
  * @return 0 and fills @bias (runtime address = ELF vaddr + bias), or
  * -ENOENT when no PT_LOAD segment maps @file_offset.
@@ -210,6 +240,16 @@ SFU_API struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *
 
 /** @return the number of distinct modules the cache holds. */
 SFU_API size_t sfu_cache__count(const struct sfu_cache *cache);
+
+/**
+ * sfu_cache__trim() - release the modules nothing but the cache holds (no
+ * address space maps them any more): a long recording with many short-lived
+ * programs then keeps the modules of the live ones only. A module released
+ * is opened again if a file of it is mapped later.
+ *
+ * @return the number of modules released.
+ */
+SFU_API size_t sfu_cache__trim(struct sfu_cache *cache);
 
 /**
  * sfu_cache__set_dir() - the disk cache for tables derived from .eh_frame.

@@ -743,10 +743,11 @@ def case_pressure(ctx):
     copy = ctx.path('full.data')
     if os.path.exists(copy):
         os.unlink(copy)
-    script = ('mount -t tmpfs -o size=32768 sfprof-test "$1" || exit 99; '
-              '"$2" record -a -F 4999 --duration 20 -o "$1/o.data"; echo "rc=$?" >&2; '
+    # room for the first blocks (every process of the system) and a few seconds of samples
+    script = ('mount -t tmpfs -o size=262144 sfprof-test "$1" || exit 99; '
+              '"$2" record -a -F 4999 --duration 40 -o "$1/o.data"; echo "rc=$?" >&2; '
               'cp "$1/o.data" "$3"')
-    busy = subprocess.Popen([prog, '25'])
+    busy = subprocess.Popen([prog, '45'])
     try:
         t0 = time.monotonic()
         p = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, 'sh',
@@ -763,7 +764,7 @@ def case_pressure(ctx):
         expect('rc=1' in p.stderr, fails, 'full disk: want exit 1')
         expect('No space left on device' in p.stderr and 'recording stopped' in p.stderr, fails,
                'full disk: no "No space left on device ... recording stopped" message')
-        expect(wall < 15, fails, f'full disk: recording went on for {wall:.1f} s of 20')
+        expect(wall < 30, fails, f'full disk: recording went on for {wall:.1f} s of 40')
         prof = profile_oracle.load_profile(ctx.sfprof, copy)
         expect(len(prof.samples) > 0, fails, 'full disk: no samples readable in what was written')
     raise_fails(fails)

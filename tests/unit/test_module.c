@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -864,9 +865,13 @@ static void test_open_errors(void **state)
 	free(missing);
 }
 
-/* ---- load bias ---- */
+/* ---- placing mappings: ELF address and load bias ---- */
 
-static void test_bias(void **state)
+/* The layouts of layout_module(), in its table's order. */
+enum { SEPARATE, PACKED, LLD, EXEC, ARM64K };
+
+/* A module with the PT_LOAD segments of @layout, and that layout's @name. */
+static struct sfu_module *layout_module(size_t layout, const char **name)
 {
 	/* A PIE linked with -z separate-code (GNU ld's default on x86-64). */
 	static const struct sfu_segment separate[] = {
@@ -896,7 +901,6 @@ static void test_bias(void **state)
 		{ .vaddr = 0, .memsz = 0xf000, .offset = 0, .filesz = 0xf000, .flags = PF_R | PF_X },
 		{ .vaddr = 0x1fdd0, .memsz = 0x300, .offset = 0xfdd0, .filesz = 0x200, .flags = PF_R | PF_W },
 	};
-	const uint64_t b = 0x555555554000ull;
 	static const struct {
 		const char *name;
 		const struct sfu_segment *segs;
@@ -908,42 +912,118 @@ static void test_bias(void **state)
 		{ "exec", exec, ARRAY_SIZE(exec) },
 		{ "arm64k", arm64k, ARRAY_SIZE(arm64k) },
 	};
+	struct sfu_module *m;
+
+	assert_true(layout < ARRAY_SIZE(layouts));
+	*name = layouts[layout].name;
+	m = sfu_module__new(layouts[layout].name, NULL, EM_X86_64, layouts[layout].segs,
+			    layouts[layout].nsegs, NULL);
+	assert_non_null(m);
+	return m;
+}
+
+/* Fail case @i unless it returned @want_err and, on success, @want. */
+static void check_case(size_t i, const char *layout, int err, uint64_t got, int want_err,
+		       uint64_t want)
+{
+	if (err != want_err || (!err && got != want))
+		fail_msg("case %zu (%s): got %d 0x%llx, want %d 0x%llx", i, layout, err,
+			 (unsigned long long)got, want_err, (unsigned long long)want);
+}
+
+static void test_map_vaddr(void **state)
+{
+	const uint32_t r = PROT_READ, rx = PROT_READ | PROT_EXEC, rw = PROT_READ | PROT_WRITE;
+	const struct {
+		size_t layout;
+		uint64_t file_offset;
+		uint32_t prot;
+		int err;
+		uint64_t vaddr;
+	} cases[] = {
+		/* a PIE: each mapping at its segment's address */
+		{ SEPARATE, 0, r, 0, 0 },
+		{ SEPARATE, 0x1000, rx, 0, 0x1000 },
+		{ SEPARATE, 0x2000, r, 0, 0x2000 },
+		/* the data's first page, shared in the file with the read-only data */
+		{ SEPARATE, 0x2000, rw, 0, 0x3000 },
+		{ SEPARATE, 0x3000, rw, 0, 0x4000 },
+		/* a non-PIE executable: the same, at its fixed addresses */
+		{ EXEC, 0, rx, 0, 0x400000 },
+		{ EXEC, 0x1000, rw, 0, 0x601000 },
+		/* a mapping that starts in the middle of a segment (mprotect() split it) */
+		{ EXEC, 0x800, rx, 0, 0x400800 },
+		{ ARM64K, 0x8000, rx, 0, 0x8000 },
+		{ SEPARATE, 0x1100, rx, 0, 0x1100 },
+		/* file offsets that are no page multiples: a mapping described by hand */
+		{ LLD, 0x5f0, rx, 0, 0x15f0 },
+		{ LLD, 0x600, rx, 0, 0x1600 },
+		{ LLD, 0x123, r, 0, 0x123 },
+		{ SEPARATE, 0x2dd0, rw, 0, 0x3dd0 },
+		/* the page before a segment starting mid-page is its mapping's start */
+		{ LLD, 0, rx, 0, 0x1000 },
+		{ PACKED, 0, rx, 0, 0 },
+		{ PACKED, 0, rw, 0, 0x1000 },
+		{ ARM64K, 0, rw, 0, 0x10000 },
+		/* no segment with file bytes at the offset */
+		{ SEPARATE, 0x10000, rx, -ENOENT, 0 },
+		{ SEPARATE, 0x3028, rw, -ENOENT, 0 },
+		{ LLD, 0x6f0, rw, -ENOENT, 0 },
+		{ EXEC, UINT64_MAX - 0xfff, r, -ENOENT, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *name;
+		struct sfu_module *m = layout_module(cases[i].layout, &name);
+		uint64_t vaddr = 0, bias = 0;
+		int err;
+
+		err = sfu_module__map_vaddr(m, cases[i].file_offset, cases[i].prot, &vaddr);
+		check_case(i, name, err, vaddr, cases[i].err, cases[i].vaddr);
+		/* an executable mapping's bias is its start less that address */
+		if (!err && cases[i].prot == rx) {
+			assert_int_equal(sfu_module__bias(m, 0x7f0000000000ull, cases[i].file_offset,
+							  &bias), 0);
+			assert_int_equal(bias, 0x7f0000000000ull - vaddr);
+		}
+		sfu_module__put(m);
+	}
+}
+
+static void test_bias(void **state)
+{
+	const uint64_t b = 0x555555554000ull;
 	const struct {
 		size_t layout;
 		uint64_t map_start, file_offset;
 		int err;
 		uint64_t bias;
 	} cases[] = {
-		{ 0, b, 0, 0, b },
-		{ 0, b + 0x1000, 0x1000, 0, b },	/* the text mapping */
-		{ 0, b + 0x2000, 0x2000, 0, b },
-		{ 0, b + 0x4000, 0x3000, 0, b },	/* the writable page past RELRO */
-		{ 0, b, 0x10000, -ENOENT, 0 },
-		{ 1, b, 0, 0, b },			/* r-x at offset 0 is the text */
-		{ 2, b + 0x1000, 0, 0, b },		/* r-x at offset 0 is the text here too */
-		{ 2, b + 0x2000, 0x6000, -ENOENT, 0 },	/* a segment with no file bytes */
-		{ 3, 0x400000, 0, 0, 0 },
-		{ 3, 0x601000, 0x1000, 0, 0 },
-		{ 4, b, 0, 0, b },
+		{ SEPARATE, b, 0, 0, b },
+		{ SEPARATE, b + 0x1000, 0x1000, 0, b },	/* the text mapping */
+		{ SEPARATE, b + 0x2000, 0x2000, 0, b },
+		{ SEPARATE, b + 0x4000, 0x3000, 0, b },	/* the writable page past RELRO */
+		{ SEPARATE, b, 0x10000, -ENOENT, 0 },
+		{ PACKED, b, 0, 0, b },			/* r-x at offset 0 is the text */
+		{ LLD, b + 0x1000, 0, 0, b },		/* r-x at offset 0 is the text here too */
+		{ LLD, b + 0x2000, 0x6000, -ENOENT, 0 },	/* a segment with no file bytes */
+		{ EXEC, 0x400000, 0, 0, 0 },
+		{ EXEC, 0x601000, 0x1000, 0, 0 },
+		{ ARM64K, b, 0, 0, b },
 		/* 64K pages put the data's first page at offset 0 too: text wins without prot */
-		{ 4, b + 0x10000, 0, 0, b + 0x10000 },
-		{ 4, b + 0x1f000, 0xf000, 0, b },
+		{ ARM64K, b + 0x10000, 0, 0, b + 0x10000 },
+		{ ARM64K, b + 0x1f000, 0xf000, 0, b },
 	};
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct sfu_module *m = sfu_module__new(layouts[cases[i].layout].name, NULL, EM_X86_64,
-						       layouts[cases[i].layout].segs,
-						       layouts[cases[i].layout].nsegs, NULL);
+		const char *name;
+		struct sfu_module *m = layout_module(cases[i].layout, &name);
 		uint64_t bias = 0;
-		int err;
+		int err = sfu_module__bias(m, cases[i].map_start, cases[i].file_offset, &bias);
 
-		assert_non_null(m);
-		err = sfu_module__bias(m, cases[i].map_start, cases[i].file_offset, &bias);
-		if (err != cases[i].err || (!err && bias != cases[i].bias))
-			fail_msg("case %zu (%s): got %d 0x%llx, want %d 0x%llx", i,
-				 layouts[cases[i].layout].name, err, (unsigned long long)bias,
-				 cases[i].err, (unsigned long long)cases[i].bias);
+		check_case(i, name, err, bias, cases[i].err, cases[i].bias);
 		sfu_module__put(m);
 	}
 }
@@ -1246,6 +1326,21 @@ static void test_cache(void **state)
 	assert_int_equal(errno, ENOENT);
 	assert_int_equal(sfu_cache__count(cache), 2);
 
+	/* a trim keeps what is referenced */
+	assert_int_equal(sfu_cache__trim(cache), 0);
+	assert_int_equal(sfu_cache__count(cache), 2);
+	/* released by its last user, a module goes at the next trim; opened again, it is read again */
+	sfu_module__put(mo);
+	assert_int_equal(sfu_cache__trim(cache), 1);
+	assert_int_equal(sfu_cache__count(cache), 1);
+	mo = sfu_cache__open(cache, other, NULL, NULL);
+	assert_non_null(mo);
+	assert_int_equal(sfu_cache__count(cache), 2);
+	/* the other names of the one kept still find it */
+	m = sfu_cache__open(cache, hard, NULL, NULL);
+	assert_ptr_equal(m, ma);
+	sfu_module__put(m);
+
 	/* modules outlive the cache while referenced */
 	sfu_cache__free(cache);
 	assert_int_equal(sfu_module__symbol_addr(ma, "sfu_test_known_function", &vaddr), 0);
@@ -1268,6 +1363,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crafted_sframe, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup_dir, teardown_dir),
+		cmocka_unit_test(test_map_vaddr),
 		cmocka_unit_test(test_bias),
 		cmocka_unit_test(test_self_matches_raw_reading),
 		cmocka_unit_test(test_self_symbolize_live_function),

@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The process table of a recording: address spaces from /proc and task events, told to the file when needed. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hmap.h"
+#include "proctab.h"
+#include "vec.h"
+
+struct proc {
+	struct proctab_proc pub;
+	bool emitted;		/* its process and mapping records are in the file */
+	bool counted;		/* in emitted_count (an exec emits a process again) */
+	bool exe_from_mmap;	/* exec'd: the next executable mapping names it */
+	bool maps_pending;	/* /proc/PID/maps is read at its first sample */
+	struct perf_rec_mmap2 **pending;	/* mappings not opened yet: until its first sample */
+	size_t npending, pending_cap;
+	bool exited;		/* kept a while: samples of its last moments come after the exit */
+	uint64_t exit_time;
+};
+
+struct proctab {
+	struct sfu_cache *cache;
+	struct proctab_ops ops;
+	void *ctx;
+	struct hmap *procs;	/* pid -> struct proc * */
+	uint64_t emitted;
+	uint64_t last_sweep;	/* event time of the last sweep of exited processes */
+};
+
+static struct proc *get(const struct proctab *t, uint32_t pid)
+{
+	uint64_t *v;
+
+	return hmap__find_u64(t->procs, pid, &v) ? NULL : (struct proc *)(uintptr_t)*v;
+}
+
+static void drop_pending(struct proc *pr)
+{
+	for (size_t i = 0; i < pr->npending; i++)
+		free(pr->pending[i]);
+	free(pr->pending);
+	pr->pending = NULL;
+	pr->npending = pr->pending_cap = 0;
+}
+
+static void proc_free(struct proc *pr)
+{
+	if (!pr)
+		return;
+	drop_pending(pr);
+	sfu_addrspace__free(pr->pub.as);
+	free(pr->pub.exe);
+	free(pr);
+}
+
+static void forget(struct proctab *t, struct proc *pr)
+{
+	hmap__delete_u64(t->procs, pr->pub.pid, NULL);
+	proc_free(pr);
+}
+
+struct proctab *proctab__new(struct sfu_cache *cache, const struct proctab_ops *ops, void *ctx)
+{
+	struct proctab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->cache = cache;
+	t->ops = *ops;
+	t->ctx = ctx;
+	t->procs = hmap__new(HMAP_U64);
+	if (!t->procs) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+static void proc_free_value(void *pr)
+{
+	proc_free(pr);
+}
+
+void proctab__free(struct proctab *t)
+{
+	if (!t)
+		return;
+	hmap__free_values(t->procs, proc_free_value);
+	free(t);
+}
+
+size_t proctab__count(const struct proctab *t)
+{
+	return hmap__count(t->procs);
+}
+
+uint64_t proctab__emitted(const struct proctab *t)
+{
+	return t->emitted;
+}
+
+static struct proc *proc_new(struct proctab *t, uint32_t pid)
+{
+	struct proc *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->pub.pid = pid;
+	pr->pub.as = sfu_addrspace__new(t->cache, NULL);
+	if (!pr->pub.as || hmap__set_u64(t->procs, pid, (uintptr_t)pr)) {
+		proc_free(pr);
+		return NULL;
+	}
+	return pr;
+}
+
+/* The inode of a namespace link such as "pid:[4026531836]", 0 when unknown. */
+static uint64_t ns_inode(uint32_t pid, const char *ns)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/%s", pid, ns);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strchr(link, '[') ? strtoull(strchr(link, '[') + 1, NULL, 10) : 0;
+}
+
+/* The process's pid and mount namespaces, where they can be read; what was known stays otherwise. */
+static void read_namespaces(struct proctab_proc *p)
+{
+	uint64_t pid_ns = ns_inode(p->pid, "pid"), mnt_ns = ns_inode(p->pid, "mnt");
+
+	if (pid_ns)
+		p->pid_ns = pid_ns;
+	if (mnt_ns)
+		p->mnt_ns = mnt_ns;
+}
+
+/* PPid and the innermost NSpid from /proc/PID/status. */
+static void read_status(struct proctab_proc *p)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	p->ns_pid = p->pid;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "PPid:", 5)) {
+			p->ppid = strtoul(line + 5, NULL, 10);
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			char *s = line + 6, *end;
+
+			for (unsigned long v; (v = strtoul(s, &end, 10)), end != s; s = end)
+				p->ns_pid = v;
+		}
+	}
+	fclose(f);
+}
+
+/* The executable a live process runs, or NULL. */
+static char *read_exe(uint32_t pid)
+{
+	char path[64], exe[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	return strdup(exe);
+}
+
+int proctab__scan(struct proctab *t, pid_t pid)
+{
+	struct proc *pr = get(t, pid);
+	char path[64];
+	FILE *f;
+
+	if (pr)
+		return 0;
+	pr = proc_new(t, pid);
+	if (!pr)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(pr->pub.comm, sizeof(pr->pub.comm), f))
+			pr->pub.comm[strcspn(pr->pub.comm, "\n")] = '\0';
+		fclose(f);
+	}
+	pr->pub.exe = read_exe(pid);
+	read_status(&pr->pub);
+	read_namespaces(&pr->pub);
+	if (!pr->pub.comm[0] && kill(pid, 0) && errno == ESRCH) {
+		forget(t, pr);
+		return -ESRCH;
+	}
+	/* most processes are never sampled: their files are opened when one is */
+	pr->maps_pending = true;
+	return 0;
+}
+
+int proctab__scan_all(struct proctab *t)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid)
+			continue;
+		if (!proctab__scan(t, pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Open the file of a new mapping: through the process if it is alive, checked by build ID. */
+static struct sfu_module *open_mapped(struct proctab *t, const struct perf_rec_mmap2 *e,
+				      const char *name)
+{
+	const struct sfu_build_id *want = NULL;
+	struct sfu_build_id bid;
+	struct sfu_module *m;
+	char path[4200];
+
+	if ((e->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && e->build_id_size &&
+	    e->build_id_size <= sizeof(e->build_id)) {
+		bid.len = e->build_id_size;
+		memcpy(bid.bytes, e->build_id, bid.len);
+		want = &bid;
+	}
+	/* the mapped file itself, even if deleted or in another mount namespace */
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", e->pid,
+		 (unsigned long long)e->addr, (unsigned long long)(e->addr + e->len));
+	m = sfu_cache__open(t->cache, path, want, NULL);
+	if (m)
+		return m;
+	snprintf(path, sizeof(path), "/proc/%u/root%s", e->pid, name);
+	m = sfu_cache__open(t->cache, path, want, NULL);
+	if (m)
+		return m;
+	/* the process is gone: the same path here, if it holds the same build */
+	return sfu_cache__open(t->cache, name, want, NULL);
+}
+
+/* Add a mapping to the address space, its file opened and checked now; told if the process was. */
+static void apply_mmap2(struct proctab *t, struct proc *pr, const struct perf_rec_mmap2 *e)
+{
+	const char *name = e->filename;
+	struct sfu_module *m = NULL;
+	uint32_t prot;
+
+	if (name[0] == '/')
+		m = open_mapped(t, e, name);
+	prot = (e->prot & PROT_READ ? PROT_READ : 0) | PROT_EXEC |
+	       (e->prot & PROT_WRITE ? PROT_WRITE : 0);
+	if (sfu_addrspace__add(pr->pub.as, e->addr, e->addr + e->len, e->pgoff, prot,
+			       name[0] ? name : NULL, m) == 0 && pr->emitted && t->ops.mapping) {
+		const struct sfu_mapping *mp = sfu_addrspace__find(pr->pub.as, e->addr);
+
+		if (mp)
+			t->ops.mapping(t->ctx, pr->pub.pid, mp);
+	}
+	sfu_module__put(m);
+}
+
+/* Tell the file of a process image: its mappings first made current. */
+static void emit_process(struct proctab *t, struct proc *pr)
+{
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	if (pr->maps_pending) {
+		struct sfu_diag diag = { 0, "" };
+
+		/* said once: the image is told once */
+		if (sfu_addrspace__load_pid(pr->pub.as, pr->pub.pid, &diag) && diag.err != -ESRCH &&
+		    t->ops.warn)
+			t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm,
+				    diag.reason[0] ? diag.reason : strerror(-diag.err));
+	}
+	pr->maps_pending = false;
+	for (size_t i = 0; i < pr->npending; i++)
+		apply_mmap2(t, pr, pr->pending[i]);
+	drop_pending(pr);
+	if (t->ops.process)
+		t->ops.process(t->ctx, &pr->pub);
+	maps = sfu_addrspace__mappings(pr->pub.as, &n);
+	for (size_t i = 0; i < n && t->ops.mapping; i++)
+		t->ops.mapping(t->ctx, pr->pub.pid, &maps[i]);
+	pr->emitted = true;
+	if (!pr->counted)
+		t->emitted++;
+	pr->counted = true;
+}
+
+const struct proctab_proc *proctab__for_sample(struct proctab *t, uint32_t pid,
+					       const char *comm, bool *unknown)
+{
+	struct proc *pr = get(t, pid);
+
+	*unknown = false;
+	if (!pr) {
+		/* started before the events reached us, or missed: ask /proc while it lives */
+		if (proctab__scan(t, pid) == 0)
+			pr = get(t, pid);
+		if (!pr) {
+			*unknown = true;
+			pr = proc_new(t, pid);
+			if (!pr)
+				return NULL;
+			snprintf(pr->pub.comm, sizeof(pr->pub.comm), "%.*s",
+				 (int)sizeof(pr->pub.comm) - 1, comm);
+		}
+	}
+	if (!pr->emitted)
+		emit_process(t, pr);
+	return &pr->pub;
+}
+
+static void on_mmap2(struct proctab *t, const struct perf_rec_mmap2 *e, size_t size)
+{
+	const char *name = e->filename;
+	struct perf_rec_mmap2 *copy;
+	struct proc *pr;
+
+	if (size <= offsetof(struct perf_rec_mmap2, filename) ||
+	    !memchr(name, '\0', size - offsetof(struct perf_rec_mmap2, filename)))
+		return;
+	if (!(e->prot & PROT_EXEC))
+		return;
+	pr = get(t, e->pid);
+	if (!pr && !(pr = proc_new(t, e->pid)))
+		return;
+	if (pr->exe_from_mmap && name[0] == '/') {
+		pr->exe_from_mmap = false;
+		/* sampled between exec and this mapping under another name: told again, named right */
+		if (!pr->pub.exe || strcmp(pr->pub.exe, name)) {
+			free(pr->pub.exe);
+			pr->pub.exe = strdup(name);
+			pr->emitted = false;
+		}
+	}
+	if (pr->emitted) {
+		apply_mmap2(t, pr, e);
+		return;
+	}
+	/* most processes are never sampled: open their files only when one is */
+	if (VEC_RESERVE(pr->pending, pr->pending_cap, pr->npending + 1, 8))
+		return;
+	copy = malloc(size);
+	if (!copy)
+		return;
+	memcpy(copy, e, size);
+	pr->pending[pr->npending++] = copy;
+}
+
+/* A new process with the pid of one that exited: the old one is gone for good. */
+static void forget_exited(struct proctab *t, uint32_t pid)
+{
+	struct proc *pr = get(t, pid);
+
+	if (pr && pr->exited)
+		forget(t, pr);
+}
+
+static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t size, uint64_t time)
+{
+	struct proc *pr = get(t, e->pid);
+
+	if (size <= offsetof(struct perf_rec_comm, comm) ||
+	    !memchr(e->comm, '\0', size - offsetof(struct perf_rec_comm, comm)))
+		return;
+	if (e->header.misc & PERF_RECORD_MISC_COMM_EXEC) {
+		/* a new image: new mappings follow, a new process record at its next sample */
+		if (pr && pr->exited) {
+			forget_exited(t, e->pid);
+			pr = NULL;
+		}
+		if (!pr && !(pr = proc_new(t, e->pid)))
+			return;
+		if (t->ops.thread_gone)
+			t->ops.thread_gone(t->ctx, e->tid);	/* told again, with the new name */
+		sfu_addrspace__free(pr->pub.as);
+		pr->pub.as = sfu_addrspace__new(t->cache, NULL);
+		drop_pending(pr);
+		/*
+		 * A sample can come before the new image's mappings do (the
+		 * kernel tells the exec first): its /proc maps are read then,
+		 * while it lives, and the mappings that follow replace them.
+		 */
+		pr->maps_pending = true;
+		pr->emitted = false;
+		pr->exe_from_mmap = true;
+		/* until its first mapping says, the image the process runs now */
+		free(pr->pub.exe);
+		pr->pub.exe = read_exe(pr->pub.pid);
+		/* an exec often follows an unshare: its namespaces now, while it lives */
+		read_status(&pr->pub);
+		read_namespaces(&pr->pub);
+	} else if (pr && pr->emitted && t->ops.comm) {
+		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
+	}
+	if (pr && e->pid == e->tid)
+		snprintf(pr->pub.comm, sizeof(pr->pub.comm), "%s", e->comm);
+}
+
+/* A child starts as a copy of its parent. */
+static void on_fork(struct proctab *t, const struct perf_rec_task *e)
+{
+	struct proc *parent, *child;
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	if (e->pid == e->ppid)
+		return;	/* a new thread */
+	forget_exited(t, e->pid);
+	if (get(t, e->pid))
+		return;	/* known already (seen in /proc) */
+	parent = get(t, e->ppid);
+	if (!parent) {
+		proctab__scan(t, e->pid);
+		return;
+	}
+	child = proc_new(t, e->pid);
+	if (!child)
+		return;
+	child->pub.ppid = e->ppid;
+	memcpy(child->pub.comm, parent->pub.comm, sizeof(child->pub.comm));
+	child->pub.exe = parent->pub.exe ? strdup(parent->pub.exe) : NULL;
+	child->pub.pid_ns = parent->pub.pid_ns;
+	child->pub.mnt_ns = parent->pub.mnt_ns;
+	child->pub.ns_pid = child->pub.pid;
+	/* its pid and namespaces (clone may have made new ones), while it lives */
+	read_status(&child->pub);
+	read_namespaces(&child->pub);
+	if (parent->maps_pending || parent->npending) {
+		/* the parent's files were never opened: the child's own maps, when sampled */
+		child->maps_pending = true;
+		return;
+	}
+	maps = sfu_addrspace__mappings(parent->pub.as, &n);
+	for (size_t i = 0; i < n; i++)
+		sfu_addrspace__add(child->pub.as, maps[i].start, maps[i].end, maps[i].file_offset,
+				   maps[i].prot, maps[i].path, maps[i].module);
+}
+
+static void on_exit_event(struct proctab *t, const struct perf_rec_task *e, uint64_t time)
+{
+	struct proc *pr = get(t, e->pid);
+
+	if (t->ops.thread_gone)
+		t->ops.thread_gone(t->ctx, e->tid);
+	if (!pr || e->pid != e->tid || pr->exited)
+		return;
+	if (pr->emitted && t->ops.exit)
+		t->ops.exit(t->ctx, time, e->pid);
+	/* the exit event comes before the address space is torn down: samples follow */
+	pr->exited = true;
+	pr->exit_time = time;
+}
+
+/* Forget processes that exited more than PROCTAB_EXIT_GRACE_NS ago; at most once a second. */
+static void sweep_exited(struct proctab *t, uint64_t time)
+{
+	struct proc **gone = NULL;
+	size_t ngone = 0, cap = 0, pos = 0;
+	struct hmap_item it;
+
+	if (time - t->last_sweep < 1000000000ull)
+		return;
+	t->last_sweep = time;
+	/* collected first: the map must not change during the walk */
+	while (!hmap__next(t->procs, &pos, &it)) {
+		struct proc *pr = (struct proc *)(uintptr_t)it.val;
+
+		if (pr->exited && time - pr->exit_time > PROCTAB_EXIT_GRACE_NS &&
+		    !VEC_RESERVE(gone, cap, ngone + 1, 64))
+			gone[ngone++] = pr;
+	}
+	for (size_t i = 0; i < ngone; i++)
+		forget(t, gone[i]);
+	free(gone);
+}
+
+void proctab__task_event(struct proctab *t, const struct perf_event_header *e, uint64_t time)
+{
+	sweep_exited(t, time);
+	switch (e->type) {
+	case PERF_RECORD_MMAP2:
+		on_mmap2(t, (const struct perf_rec_mmap2 *)e, e->size);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(t, (const struct perf_rec_comm *)e, e->size, time);
+		break;
+	case PERF_RECORD_FORK:
+		if (e->size >= sizeof(struct perf_rec_task))
+			on_fork(t, (const struct perf_rec_task *)e);
+		break;
+	case PERF_RECORD_EXIT:
+		if (e->size >= sizeof(struct perf_rec_task))
+			on_exit_event(t, (const struct perf_rec_task *)e, time);
+		break;
+	}
+}
