@@ -56,6 +56,8 @@ struct record {
 	uint32_t stack_size;
 	bool stack_fixed;	/* --stack-size: no per-thread sizes */
 	uint64_t resized;	/* per-thread sizes published */
+	uint64_t handled;	/* samples handed to procs */
+	uint64_t ustack_bytes;	/* the user stack bytes they carried */
 	bool all;
 	double duration;
 	pid_t *pids;
@@ -268,6 +270,8 @@ static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kst
 	struct procs_copy_use use;
 
 	procs__sample(r->procs, h, kstack, ustack, &use);
+	r->handled++;
+	r->ustack_bytes += h->ustack_len;
 	if (use.new_size && !sampler__set_stack_size(r->sampler, h->tid, use.new_size))
 		r->resized++;
 }
@@ -340,7 +344,7 @@ static void summary(struct record *r, double secs, uint64_t samples, int scanned
 	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound; user stack copies: %.0f bytes/sample, %s, %" PRIu64
 		" stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch, ss.lost_queue,
-		ss.handed_over ? (double)ss.ustack_bytes / ss.handed_over : 0.0,
+		r->handled ? (double)r->ustack_bytes / r->handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)
 		fprintf(stderr, "sfprof: %" PRIu64 " per-thread copy sizes set\n", r->resized);
