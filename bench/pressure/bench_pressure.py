@@ -1,0 +1,722 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Recording under pressure: what `sfprof record` loses, completes, costs and holds when the machine is full.
+
+Run through scripts/bench-pressure, which builds sfprof and the workloads
+(bench/pressure/deepspin.c as pressure_deep: threads spinning 200 frames
+deep; shortdeep.c as pressure_short0..7: processes 60 frames deep that live
+20 ms, distinct build IDs) and passes their paths. Each part is selectable
+with --parts; every figure comes from sfprof's own summary lines on stderr,
+from /proc, from wait4's rusage, or from bpftool:
+
+  saturation  one deep thread per CPU plus a loop of short-lived processes,
+              `record -a` at 999 and 4999 Hz for --seconds: samples, lost (ring
+              full / past the reader's queue bound), share of user stacks that
+              are complete, user-stack bytes copied per sample, stacks cut by
+              the copy's end, sfprof's peak RSS (rusage maxrss = VmHWM) and CPU
+              time, and its wall time against --duration (start and stop cost).
+  deep        completeness with the adaptive per-thread copy size beside
+              --stack-size 65536 on two programs recorded as `record -F 999 --
+              COMMAND`: pressure_deep (200 frames, ~20 KiB of stack) and a real
+              compiler run, `gcc -O2 -c` on a generated file whose nesting
+              makes cc1 recurse deep (gen_cc_input.py). perf --call-graph dwarf
+              copies a fixed 8192 bytes per sample; if perf is installed it
+              records the same gcc run for its samples and bytes per sample,
+              and with --perf-script its share of complete stacks (perf script
+              unwinds every sample: about 45 s for 7000 cc1 samples).
+  cost        kernel.bpf_stats_enabled=1 for the part (restored after); with
+              one deep thread per CPU, `record -a` at 999 and 4999 Hz: the BPF
+              program "sample"'s run_time_ns / run_cnt over --seconds (bpftool
+              -j prog show, before and after, sfprof still running), sfprof's
+              CPU time per sample over the same window (schedstat of its
+              threads) and over its whole life (rusage: start-up /proc scan and
+              the final write included).
+  memory      one deep thread per CPU, `record -a` at 999, 4999, 10000 and
+              20000 Hz for --memory-seconds: peak RSS, samples per second and
+              CPU reached (below the rate asked: the kernel throttled), lost,
+              complete share.
+  churn       the saturation load at 999 Hz for --churn-minutes, sfprof's RSS
+              every --rss-interval seconds as it goes: whether it stays flat.
+
+Prints figures only; it fails only when a run does not work (a profiler
+exits non-zero or prints no summary). Every process it starts runs in its own
+process group, is stopped at the end whatever happens (SIGINT for sfprof,
+which then writes its file; SIGKILL to the group past a bounded wait), and
+the workloads also end by themselves at a deadline. Sysctls it changes
+(bpf_stats_enabled; perf_event_max_sample_rate, which the kernel lowers
+itself under load) are restored.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import gen_cc_input  # noqa: E402
+
+NAME = 'bench-pressure'
+NCPU = os.cpu_count() or 1
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+BPF_STATS = '/proc/sys/kernel/bpf_stats_enabled'
+MAX_RATE = '/proc/sys/kernel/perf_event_max_sample_rate'
+MiB = 1024 * 1024
+
+# sfprof's summary, one figure at a time so that a reworded line loses one column, not the run
+FIGURES = {
+    'span': r'sfprof: ([\d.]+) s, \d+ samples',
+    'samples': r' (\d+) samples \(\d+ lost\)',
+    'lost': r' samples \((\d+) lost\)',
+    'user': r', (\d+) with a user stack',
+    'complete': r'([\d.]+)% of them complete',
+    'processes': r'; (\d+) processes;',
+    'file_bps': r'bytes in .* \(([\d.]+) bytes/sample\)',
+    'lost_ring': r'lost: (\d+) with the ring full',
+    'lost_queue': r', (\d+) past the reader\'s queue bound',
+    'copy_bps': r'user stack copies: (\d+) bytes/sample',
+    'cut': r', (\d+) stacks cut by the copy\'s end',
+    'sizes_set': r'sfprof: (\d+) per-thread copy sizes set',
+}
+
+
+class Failed(Exception):
+    pass
+
+
+def say(text=''):
+    print(text, flush=True)
+
+
+def fmt(v, spec='', none='-'):
+    return none if v is None else format(v, spec)
+
+
+class Procs:
+    """Every process the benchmark starts, each the leader of its own process group."""
+
+    def __init__(self):
+        self.live = []
+
+    def start(self, argv, stop_signal=signal.SIGTERM, **kw):
+        kw.setdefault('stdin', subprocess.DEVNULL)
+        p = subprocess.Popen(argv, start_new_session=True, **kw)
+        p.stop_signal = stop_signal
+        self.live.append(p)
+        return p
+
+    def reaped(self, p, status):
+        """@p was reaped with os.wait4: tell Popen, forget it."""
+        p.returncode = os.waitstatus_to_exitcode(status)
+        self.forget(p)
+
+    def forget(self, p):
+        if p in self.live:
+            self.live.remove(p)
+        try:  # what the leader left behind in its group
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def stop(self, p, grace=10.0):
+        """Stop @p with its own signal, then SIGKILL its group past @grace seconds."""
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, p.stop_signal)
+            except OSError:
+                pass
+            try:
+                p.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+        self.forget(p)
+
+    def stop_all(self):
+        for p in list(self.live):
+            self.stop(p, grace=5.0)
+
+
+PROCS = Procs()
+
+
+def tool_version(tool):
+    if not shutil.which(tool):
+        return f'no {tool}'
+    out = subprocess.run([tool, '--version'], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, timeout=30).stdout
+    return out.splitlines()[0] if out else tool
+
+
+class Sysctl:
+    """A sysctl set for a while and put back, also when the kernel changed it meanwhile."""
+
+    def __init__(self, path):
+        self.path = path
+        self.saved = self.read()
+
+    def read(self):
+        with open(self.path) as f:
+            return f.read().strip()
+
+    def write(self, value):
+        with open(self.path, 'w') as f:
+            f.write(str(value))
+
+    def restore(self):
+        if self.read() != self.saved:
+            self.write(self.saved)
+            return True
+        return False
+
+
+def proc_status(pid):
+    """VmRSS and VmHWM of @pid in bytes, or None once it is gone."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            text = f.read()
+    except OSError:
+        return None
+    out = {}
+    for key in ('VmRSS', 'VmHWM'):
+        m = re.search(rf'^{key}:\s+(\d+) kB', text, re.M)
+        out[key] = int(m.group(1)) * 1024 if m else 0
+    return out
+
+
+def cpu_ns(pid):
+    """Nanoseconds on a CPU of every thread of @pid (schedstat: exact, unlike the ticks of stat)."""
+    total = 0
+    try:
+        tasks = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            with open(f'/proc/{pid}/task/{t}/schedstat') as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.work = tempfile.mkdtemp(prefix=f'{NAME}.')
+        self.data = os.path.join(self.work, 'sfprof.data')
+        self.runs = 0
+        self.rate = Sysctl(MAX_RATE)
+        self.lowered = 0  # times the kernel lowered perf_event_max_sample_rate
+
+    # workloads
+
+    def deep(self, seconds, threads=NCPU):
+        """pressure_deep on @threads threads; it ends by itself 30 s past @seconds."""
+        return PROCS.start([self.a.deep, str(seconds + 30), str(threads)])
+
+    def churn(self, seconds):
+        """A shell loop running the short-lived variants one after the other; ends by itself too."""
+        out = open(os.path.join(self.work, f'churn{self.runs}.count'), 'w+')
+        script = ('n=0; end=$((SECONDS + $1)); shift; trap \'echo $n; exit 0\' TERM; '
+                  'while ((SECONDS < end)); do "${@:n % $# + 1:1}"; n=$((n + 1)); done; echo $n')
+        p = PROCS.start(['bash', '-c', script, 'churn', str(int(seconds) + 30), *self.a.shorts],
+                        stdout=out)
+        p.count_file = out
+        return p
+
+    def churn_count(self, p):
+        PROCS.stop(p)
+        p.count_file.seek(0)
+        text = p.count_file.read().strip()
+        p.count_file.close()
+        return int(text) if text.isdigit() else None
+
+    # one sfprof recording
+
+    def record(self, hz, duration=None, extra=(), command=None, every=None, on_rss=None,
+               window=None):
+        """Run `sfprof record` once and return its figures.
+
+        @duration: --duration SECS (None: until @command exits, or @window stops it).
+        @command: recorded with `-- COMMAND` (rusage then counts it too: RSS is polled instead).
+        @every, @on_rss: call on_rss(seconds, rss) every @every seconds.
+        @window: called with the sfprof pid once it samples; returns what to add to the
+                 figures, after which sfprof is stopped with SIGINT.
+        """
+        self.runs += 1
+        if self.rate.restore():
+            self.lowered += 1
+        for f in (self.data, self.data + '.old'):
+            if os.path.exists(f):
+                os.unlink(f)
+        argv = [self.a.sfprof, 'record', '-F', str(hz), '-o', self.data]
+        if command is None:
+            argv.insert(2, '-a')
+        if duration is not None:
+            argv += ['--duration', f'{duration:g}']
+        argv += list(extra)
+        if command is not None:
+            argv += ['--', *command]
+        log_path = os.path.join(self.work, f'run{self.runs}.log')
+        log = open(log_path, 'w+')
+        # bounded: the run's own length plus start and stop, then SIGINT, then SIGKILL
+        limit = (duration if duration is not None else self.a.command_timeout) + 60
+        t0 = time.monotonic()
+        p = PROCS.start(argv, stop_signal=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=log)
+        hwm = 0  # the highest VmHWM and VmRSS read while it ran
+        next_rss = t0 + every if every else None
+        extra_figures = {}
+        status = ru = None
+        interrupted = None
+        try:
+            if window:
+                extra_figures = window(p.pid) or {}
+                os.kill(p.pid, signal.SIGINT)
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                now = time.monotonic()
+                st = proc_status(p.pid)
+                if st:
+                    hwm = max(hwm, st['VmHWM'], st['VmRSS'])
+                    if next_rss and now >= next_rss:
+                        next_rss += every
+                        on_rss(now - t0, st['VmRSS'])
+                if interrupted is None and now - t0 > limit:
+                    interrupted = now
+                    os.kill(p.pid, signal.SIGINT)
+                elif interrupted is not None and now - interrupted > 20:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    pid, status, ru = os.wait4(p.pid, 0)
+                    break
+                time.sleep(0.05)
+        finally:
+            if status is not None:
+                PROCS.reaped(p, status)
+        wall = time.monotonic() - t0
+        log.seek(0)
+        text = log.read()
+        log.close()
+        if self.a.keep:
+            os.makedirs(self.a.keep, exist_ok=True)
+            shutil.copy(log_path, self.a.keep)
+        code = p.returncode
+        r = {k: None for k in FIGURES}
+        for k, rx in FIGURES.items():
+            m = re.search(rx, text)
+            if m:
+                r[k] = float(m.group(1)) if '.' in m.group(1) else int(m.group(1))
+        if interrupted is not None:
+            raise Failed(f'{" ".join(argv)}: still running {limit:.0f} s after its start\n{text}')
+        if code or r['samples'] is None:
+            raise Failed(f'{" ".join(argv)}: exit status {code}, '
+                         f'{"no" if r["samples"] is None else "a"} summary line\n{text}')
+        r['wall'] = wall
+        r['cpu'] = ru.ru_utime + ru.ru_stime
+        # rusage's maxrss is the VmHWM of sfprof alone only when it had no command to wait
+        # for; the kernel updates it lazily, so the last reading may be a little higher
+        r['peak'] = max(hwm, ru.ru_maxrss * 1024) if command is None else hwm
+        r['size'] = os.path.getsize(self.data) if os.path.exists(self.data) else None
+        r.update(extra_figures)
+        return r
+
+    # the parts
+
+    def saturation(self):
+        a = self.a
+        say(f'== saturation: {NCPU} threads 200 frames deep + a loop of 20-ms processes 60 frames '
+            f'deep; record -a for {a.seconds:g} s')
+        say(f'{"Hz":>6} {"samples":>9} {"lost":>7} {"ring":>7} {"queue":>6} {"complete":>9} '
+            f'{"copy B/smp":>10} {"cut":>7} {"procs":>6} {"runs":>6} {"peak RSS":>10} '
+            f'{"CPU s":>6} {"span s":>7} {"wall-dur":>9}')
+        for hz in (999, 4999):
+            dp = self.deep(a.seconds)
+            ch = self.churn(a.seconds)
+            try:
+                time.sleep(0.5)
+                r = self.record(hz, a.seconds)
+            finally:
+                runs = self.churn_count(ch)
+                PROCS.stop(dp)
+            say(f'{hz:>6} {r["samples"]:>9} {fmt(r["lost"]):>7} {fmt(r["lost_ring"]):>7} '
+                f'{fmt(r["lost_queue"]):>6} {fmt(r["complete"], ".1f"):>8}% '
+                f'{fmt(r["copy_bps"]):>10} {fmt(r["cut"]):>7} {fmt(r["processes"]):>6} '
+                f'{fmt(runs):>6} {r["peak"] / MiB:>6.1f} MiB {r["cpu"]:>6.2f} '
+                f'{fmt(r["span"], ".1f"):>7} {(r["wall"] - a.seconds) * 1000:>6.0f} ms')
+        say('  (lost: ring = the ring was full, the reader behind; queue = past the reader\'s '
+            'queue bound; complete: of the')
+        say('   samples with a user stack; cut: stacks cut by the copy\'s end; procs: processes '
+            'sfprof saw; runs: short-lived')
+        say('   processes started meanwhile; wall-dur: sfprof\'s wall time minus --duration, '
+            'its start and stop)')
+        say()
+
+    def cc_input(self):
+        path = os.path.join(self.work, 'deepnest.c')
+        if not os.path.exists(path):
+            with open(path, 'w') as out:
+                gen_cc_input.generate(out, self.a.cc_functions, self.a.cc_nest, self.a.cc_expr)
+        return path
+
+    def deep_part(self):
+        a = self.a
+        src = self.cc_input()
+        obj = os.path.join(self.work, 'deepnest.o')
+        gcc = ['gcc', '-O2', '-c', src, '-o', obj]
+        say(f'== deep: completeness, the default copy size (adapted per thread) beside '
+            f'--stack-size 65536; record -F 999 -- COMMAND')
+        say(f'   pressure_deep: {NCPU} threads 200 frames deep (~20 KiB of stack) for '
+            f'{a.seconds:g} s;')
+        say(f'   cc1: gcc -O2 -c on a generated file, {a.cc_functions} functions nested '
+            f'{a.cc_nest} blocks deep, expressions {a.cc_expr} deep '
+            f'({os.path.getsize(src) / MiB:.1f} MiB)')
+        say(f'{"program":<14} {"copy size":<15} {"samples":>8} {"lost":>5} {"complete":>9} '
+            f'{"copy B/smp":>10} {"cut":>6} {"file B/smp":>10} {"wall s":>7}')
+        for name, cmd in (('pressure_deep', [a.deep, f'{a.seconds:g}', str(NCPU)]),
+                          ('cc1 (gcc -O2)', gcc)):
+            for label, extra in (('default', ()), ('65536 (fixed)', ('--stack-size', '65536'))):
+                r = self.record(999, command=cmd, extra=extra)
+                say(f'{name:<14} {label:<15} {r["samples"]:>8} {fmt(r["lost"]):>5} '
+                    f'{fmt(r["complete"], ".1f"):>8}% {fmt(r["copy_bps"]):>10} '
+                    f'{fmt(r["cut"]):>6} {fmt(r["file_bps"], ".1f"):>10} {r["wall"]:>7.2f}')
+        say('perf --call-graph dwarf copies 8192 bytes/sample (its default, fixed for every '
+            'thread)')
+        if a.no_perf:
+            pass
+        elif not shutil.which('perf'):
+            say('  (perf is not installed: no perf run)')
+        else:
+            self.perf_dwarf(gcc)
+        say()
+
+    def perf_dwarf(self, gcc):
+        data = os.path.join(self.work, 'perf.data')
+        log_path = os.path.join(self.work, 'perf.log')
+        argv = ['perf', 'record', '-N', '-B', '--no-buildid', '--no-buildid-cache',
+                '--call-graph', 'dwarf', '-F', '999', '-o', data, '--', *gcc]
+        with open(log_path, 'w') as log:
+            t0 = time.monotonic()
+            p = PROCS.start(argv, stop_signal=signal.SIGINT, stdout=log, stderr=log)
+            try:
+                code = p.wait(timeout=self.a.command_timeout + 60)
+            except subprocess.TimeoutExpired:
+                raise Failed(f'{" ".join(argv)}: still running after '
+                             f'{self.a.command_timeout + 60} s')
+            finally:
+                PROCS.stop(p)
+            wall = time.monotonic() - t0
+        if code or not os.path.exists(data):
+            with open(log_path) as f:
+                raise Failed(f'{" ".join(argv)}: exit status {code}\n{f.read()}')
+        stats = subprocess.run(['perf', 'report', '-i', data, '--stats'], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=120).stdout
+        samples = lost = 0
+        section = False
+        for line in stats.splitlines():
+            # the event's own section, not the aggregated one
+            if line.endswith(' stats:') and not line.startswith('Aggregated'):
+                section = True
+            elif section and re.match(r'\s*SAMPLE events:', line):
+                samples = int(line.split()[-1])
+            elif section and re.match(r'\s*LOST_SAMPLES events:', line):
+                lost = int(line.split()[-1])
+        size = os.path.getsize(data)
+        complete = ''
+        if self.a.perf_script and samples:
+            complete = f', {self.perf_complete(data):.1f}% complete'
+        say(f'perf record --call-graph dwarf -F 999 on the same gcc run: {samples} samples, '
+            f'{lost} lost, {size / max(samples, 1):.0f} bytes/sample in its file{complete}, '
+            f'{wall:.2f} s wall')
+        if not self.a.perf_script:
+            say('  (--perf-script: also its share of complete stacks, from perf script)')
+        os.unlink(data)
+
+    def perf_complete(self, data):
+        """perf script's share of samples whose stack reaches libc's start or a thread's start."""
+        bottom = re.compile(r'\s(__libc_start_call_main|__libc_start_main\S*|start_thread|'
+                            r'clone3?)(\s|$)')
+        p = PROCS.start(['perf', 'script', '-i', data, '-F', 'comm,ip,sym'],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        total = good = 0
+        in_sample = ok = False
+        timer = threading.Timer(600, PROCS.stop, (p,))
+        timer.start()
+        try:
+            for line in p.stdout:
+                if line and not line[0].isspace():
+                    if in_sample:
+                        total, good = total + 1, good + ok
+                    in_sample, ok = True, False
+                elif bottom.search(line):
+                    ok = True
+            if in_sample:
+                total, good = total + 1, good + ok
+            if p.wait(timeout=60):
+                raise Failed('perf script failed, or was still unwinding after 600 s')
+        finally:
+            timer.cancel()
+            PROCS.stop(p)
+        return 100.0 * good / max(total, 1)
+
+    def bpf_ids(self, pid):
+        """The ids of the BPF programs @pid holds, from the fdinfo of its descriptors."""
+        ids = set()
+        try:
+            fds = os.listdir(f'/proc/{pid}/fdinfo')
+        except OSError:
+            return ids
+        for fd in fds:
+            try:
+                with open(f'/proc/{pid}/fdinfo/{fd}') as f:
+                    m = re.search(r'^prog_id:\s+(\d+)', f.read(), re.M)
+            except OSError:
+                continue
+            if m:
+                ids.add(int(m.group(1)))
+        return ids
+
+    def bpf_sample(self, ids):
+        """(run_cnt, run_time_ns) summed over the programs named "sample" among @ids."""
+        out = subprocess.run(['bpftool', '-j', 'prog', 'show'], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             timeout=30).stdout
+        cnt = ns = 0
+        found = False
+        for prog in json.loads(out or '[]'):
+            if prog.get('name') == 'sample' and prog.get('id') in ids:
+                found = True
+                cnt += prog.get('run_cnt', 0)
+                ns += prog.get('run_time_ns', 0)
+        return (cnt, ns) if found else None
+
+    def cost(self):
+        a = self.a
+        if not shutil.which('bpftool'):
+            say('== cost: skipped (bpftool is not installed)')
+            say()
+            return
+        stats = Sysctl(BPF_STATS)
+        say(f'== cost per sample: {NCPU} threads 200 frames deep, record -a, a window of '
+            f'{a.seconds:g} s; kernel.bpf_stats_enabled=1 (was {stats.saved})')
+        say(f'{"Hz":>6} {"BPF runs":>9} {"BPF ns/run":>10} {"samples":>9} {"lost":>6} '
+            f'{"user us/smp":>11} {"CPU %":>6} {"life CPU s":>10} {"life us/smp":>11}')
+
+        def window(pid):
+            deadline = time.monotonic() + 30
+            while True:  # the program exists once sfprof has loaded it
+                ids = self.bpf_ids(pid)
+                before = self.bpf_sample(ids) if ids else None
+                if before:
+                    break
+                if time.monotonic() > deadline:
+                    raise Failed('sfprof loaded no BPF program named "sample" in 30 s')
+                time.sleep(0.1)
+            n0, t0 = cpu_ns(pid), time.monotonic()
+            time.sleep(a.seconds)
+            after = self.bpf_sample(ids)
+            n1, t1 = cpu_ns(pid), time.monotonic()
+            if not after:
+                raise Failed('the BPF program "sample" went away before the window ended')
+            return {'runs': after[0] - before[0], 'run_ns': after[1] - before[1],
+                    'win_cpu': (n1 - n0) / 1e9, 'win_s': t1 - t0}
+
+        try:
+            stats.write(1)
+            for hz in (999, 4999):
+                dp = self.deep(a.seconds + 10)
+                try:
+                    time.sleep(0.5)
+                    r = self.record(hz, window=window)
+                finally:
+                    PROCS.stop(dp)
+                runs = max(r['runs'], 1)
+                say(f'{hz:>6} {r["runs"]:>9} {r["run_ns"] / runs:>10.0f} {r["samples"]:>9} '
+                    f'{fmt(r["lost"]):>6} {r["win_cpu"] / runs * 1e6:>11.2f} '
+                    f'{100 * r["win_cpu"] / r["win_s"]:>6.1f} {r["cpu"]:>10.2f} '
+                    f'{r["cpu"] / max(r["samples"], 1) * 1e6:>11.2f}')
+        finally:
+            stats.restore()
+        say('  (BPF: run_time_ns / run_cnt of the program "sample" over the window, from '
+            'bpftool; user: sfprof\'s CPU time')
+        say('   over the same window (all its threads, user + system) per BPF run, and in % '
+            'of one CPU; life: its whole')
+        say('   run from rusage, start-up /proc scan and final write included, per sample '
+            'written)')
+        say()
+
+    def memory(self):
+        a = self.a
+        say(f'== memory: {NCPU} threads 200 frames deep, record -a for {a.memory_seconds:g} s '
+            f'per rate (perf_event_max_sample_rate {self.rate.saved})')
+        say(f'{"Hz":>6} {"samples":>9} {"Hz/CPU":>7} {"lost":>7} {"ring":>7} {"queue":>6} '
+            f'{"complete":>9} {"copy B/smp":>10} {"peak RSS":>10} {"CPU %":>6} {"wall-dur":>9}')
+        for hz in (999, 4999, 10000, 20000):
+            if hz > int(self.rate.read()):
+                say(f'{hz:>6}  (above kernel.perf_event_max_sample_rate '
+                    f'{self.rate.read()}: perf_event_open refuses it)')
+                continue
+            dp = self.deep(a.memory_seconds)
+            try:
+                time.sleep(0.5)
+                r = self.record(hz, a.memory_seconds)
+            finally:
+                PROCS.stop(dp)
+            span = r['span'] or a.memory_seconds
+            say(f'{hz:>6} {r["samples"]:>9} {r["samples"] / NCPU / span:>7.0f} '
+                f'{fmt(r["lost"]):>7} {fmt(r["lost_ring"]):>7} {fmt(r["lost_queue"]):>6} '
+                f'{fmt(r["complete"], ".1f"):>8}% {fmt(r["copy_bps"]):>10} '
+                f'{r["peak"] / MiB:>6.1f} MiB {100 * r["cpu"] / r["wall"]:>6.1f} '
+                f'{(r["wall"] - a.memory_seconds) * 1000:>6.0f} ms')
+        say('  (Hz/CPU: samples per second and CPU over sfprof\'s span, below the rate asked '
+            'when the kernel throttles;')
+        say('   CPU %: sfprof\'s user + system time over its wall time, of one CPU)')
+        say()
+
+    def churn_part(self):
+        a = self.a
+        seconds = a.churn_minutes * 60
+        say(f'== churn: {NCPU} threads 200 frames deep + the loop of 20-ms processes, record -a '
+            f'-F 999 for {a.churn_minutes:g} min; RSS every {a.rss_interval:g} s')
+        curve = []
+
+        def on_rss(t, rss):
+            curve.append((t, rss))
+            say(f'  {t:>6.0f} s  RSS {rss / MiB:>7.1f} MiB')
+
+        dp = self.deep(seconds)
+        ch = self.churn(seconds)
+        try:
+            time.sleep(0.5)
+            r = self.record(999, seconds, every=a.rss_interval, on_rss=on_rss)
+        finally:
+            runs = self.churn_count(ch)
+            PROCS.stop(dp)
+        say(f'  {r["samples"]} samples, {fmt(r["lost"])} lost, {fmt(r["complete"], ".1f")}% '
+            f'complete, {fmt(r["processes"])} processes seen ({fmt(runs)} short-lived runs), '
+            f'peak RSS {r["peak"] / MiB:.1f} MiB')
+        if len(curve) >= 3:
+            # from the second reading on: the first includes the start-up
+            (t1, r1), (tn, rn) = curve[1], curve[-1]
+            slope = (rn - r1) / MiB / ((tn - t1) / 60)
+            say(f'  RSS from {t1:.0f} s to {tn:.0f} s: {r1 / MiB:.1f} -> {rn / MiB:.1f} MiB '
+                f'({(rn - r1) / MiB:+.1f} MiB, {slope:+.2f} MiB/min)')
+        else:
+            say('  (fewer than 3 RSS readings: no trend; lengthen --churn-minutes or shorten '
+                '--rss-interval)')
+        say()
+
+    def run(self):
+        a = self.a
+        say(f'{NAME}: {NCPU} CPUs, {os.uname().release}; parts {",".join(a.parts)}; '
+            f'--seconds {a.seconds:g}, --memory-seconds {a.memory_seconds:g}, '
+            f'--churn-minutes {a.churn_minutes:g}')
+        say(f'{NAME}: kernel.perf_event_max_sample_rate = {self.rate.saved}, '
+            f'kernel.perf_cpu_time_max_percent = '
+            f'{Sysctl("/proc/sys/kernel/perf_cpu_time_max_percent").saved}; {tool_version("gcc")}; '
+            f'{tool_version("perf")}')
+        say()
+        start = time.monotonic()
+        try:
+            for part in a.parts:
+                {'saturation': self.saturation, 'deep': self.deep_part, 'cost': self.cost,
+                 'memory': self.memory, 'churn': self.churn_part}[part]()
+        finally:
+            self.lowered += self.rate.restore()
+            if self.lowered:
+                say(f'{NAME}: the kernel lowered perf_event_max_sample_rate (interrupts took '
+                    f'too long), seen {self.lowered} time(s); put back to {self.rate.saved} '
+                    f'before the next run and at the end')
+        say(f'{NAME}: {time.monotonic() - start:.0f} s')
+
+    def close(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn')
+
+
+def positive(v):
+    x = float(v)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f'{v}: not a positive number')
+    return x
+
+
+def main():
+    ap = argparse.ArgumentParser(prog=NAME, description=__doc__.split('\n')[0])
+    ap.add_argument('--sfprof', required=True, help='the sfprof binary')
+    ap.add_argument('--deep', required=True, help='the pressure_deep binary')
+    ap.add_argument('--shorts', required=True, help='the pressure_short variants, comma-separated')
+    ap.add_argument('--parts', default=','.join(PARTS),
+                    help=f'comma-separated, of {",".join(PARTS)} (default: all)')
+    ap.add_argument('--seconds', type=positive, default=10,
+                    help='each run of saturation, cost and pressure_deep in deep (default 10)')
+    ap.add_argument('--memory-seconds', type=positive, default=20,
+                    help='each rate of memory (default 20)')
+    ap.add_argument('--churn-minutes', type=positive, default=2, help='the churn run (default 2)')
+    ap.add_argument('--rss-interval', type=positive, default=10,
+                    help='seconds between RSS readings in churn (default 10)')
+    ap.add_argument('--cc-functions', type=int, default=100,
+                    help='functions in the generated file cc1 compiles (default 100: ~6 s)')
+    ap.add_argument('--cc-nest', type=int, default=24, help='their block nesting (default 24)')
+    ap.add_argument('--cc-expr', type=int, default=24,
+                    help='their expression nesting (default 24)')
+    ap.add_argument('--no-perf', action='store_true', help='no perf run in deep')
+    ap.add_argument('--perf-script', action='store_true',
+                    help='also perf\'s share of complete stacks (slow: perf script unwinds)')
+    ap.add_argument('--command-timeout', type=positive, default=600,
+                    help='bound on a recorded command (default 600 s)')
+    ap.add_argument('--keep', metavar='DIR', help='copy sfprof\'s logs into DIR')
+    a = ap.parse_args()
+    a.parts = [p for p in a.parts.split(',') if p]
+    for p in a.parts:
+        if p not in PARTS:
+            ap.error(f'no part {p!r} (of {",".join(PARTS)})')
+    a.shorts = a.shorts.split(',')
+    for path in [a.sfprof, a.deep, *a.shorts]:
+        if not os.access(path, os.X_OK):
+            ap.error(f'{path}: not an executable')
+    if os.geteuid():
+        sys.exit(f'{NAME}: needs root (BPF, sysctls)')
+
+    def terminate(sig, frame):
+        raise SystemExit(128 + sig)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, terminate)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    bench = Bench(a)
+    try:
+        bench.run()
+    except Failed as e:
+        print(f'{NAME}: {e}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f'{NAME}: interrupted', file=sys.stderr)
+        return 130
+    finally:
+        PROCS.stop_all()
+        bench.close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
