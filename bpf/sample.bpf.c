@@ -70,17 +70,12 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } task_events SEC(".maps");
 
-static __always_inline void add(__u32 which, __u64 n)
+static __always_inline void count(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
-		*c += n;
-}
-
-static __always_inline void count(__u32 which)
-{
-	add(which, 1);
+		(*c)++;
 }
 
 static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
@@ -201,8 +196,6 @@ int sample(struct bpf_perf_event_data *ctx)
 		count(COUNTER_LOST);
 		return 0;
 	}
-	count(COUNTER_SAMPLES);
-	add(COUNTER_USTACK_BYTES, h->ustack_len);
 	return 0;
 }
 

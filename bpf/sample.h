@@ -47,9 +47,7 @@ struct sample_hdr {
 /* Indexes of the per-CPU counters map. */
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */
-#define COUNTER_USTACK_BYTES	2	/* user stack bytes copied, all samples */
-#define COUNTER_SAMPLES		3	/* samples handed over */
-#define COUNTER_NO_SCRATCH	4	/* no scratch buffer for this CPU: lost */
-#define COUNTER_MAX		5
+#define COUNTER_NO_SCRATCH	2	/* no scratch buffer for this CPU: lost */
+#define COUNTER_MAX		3
 
 #endif

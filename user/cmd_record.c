@@ -343,7 +343,7 @@ static void summary(struct record *r, double secs, uint64_t samples, int scanned
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
 	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound; user stack copies: %.0f bytes/sample, %s, %" PRIu64
-		" stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch, ss.lost_queue,
+		" stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch + ss.malformed, ss.lost_queue,
 		r->handled ? (double)r->ustack_bytes / r->handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)

@@ -338,7 +338,7 @@ uint64_t sampler__lost(struct sampler *s)
 	struct sampler_stats st;
 
 	sampler__stats(s, &st);
-	return st.lost_ring + st.lost_queue + st.lost_scratch;
+	return st.lost_ring + st.lost_queue + st.lost_scratch + st.malformed;
 }
 
 void sampler__stats(struct sampler *s, struct sampler_stats *st)
@@ -347,8 +347,6 @@ void sampler__stats(struct sampler *s, struct sampler_stats *st)
 	st->lost_scratch = counter(s, COUNTER_NO_SCRATCH);
 	st->lost_queue = s->dropped_late;
 	st->malformed = s->malformed;
-	st->handed_over = counter(s, COUNTER_SAMPLES);
-	st->ustack_bytes = counter(s, COUNTER_USTACK_BYTES);
 }
 
 int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes)

@@ -65,12 +65,10 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__drain(struct sampler *s);
 
 struct sampler_stats {
-	uint64_t handed_over;	/* samples the BPF side put in the ring */
 	uint64_t lost_ring;	/* the ring was full: the reader was behind */
 	uint64_t lost_queue;	/* dropped in user space: the bound of the late queue */
 	uint64_t lost_scratch;	/* no scratch buffer for the CPU (should not happen) */
-	uint64_t malformed;	/* ring records shorter than their header said */
-	uint64_t ustack_bytes;	/* user stack bytes copied, over all samples handed over */
+	uint64_t malformed;	/* ring records shorter than their header said: lost too */
 };
 
 /** sampler__stats() - counts so far, from the BPF side and the reader. */
