@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 #include "sfunwind/cbf.h"
 
 /*

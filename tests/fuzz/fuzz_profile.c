@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 #include "sfunwind/cbf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

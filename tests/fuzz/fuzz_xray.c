@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xray.h"
-#include "xray_stacks.h"
+#include "import/xray.h"
+#include "import/xray_stacks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "copy_size.h"
+#include "record/copy_size.h"
 
 static const struct copy_limits lim = { 4096, 65536, 4096 };
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "proctab.h"
+#include "record/proctab.h"
 
 /* Pids no process has (pid_max is at most 2^22): the table can learn nothing of them from /proc. */
 #define P1 4500001

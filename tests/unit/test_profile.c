@@ -16,7 +16,7 @@
 #include <zstd.h>
 
 #include "testutil.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

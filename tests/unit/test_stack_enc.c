@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "stack_enc.h"
+#include "record/stack_enc.h"
 
 /* What the encoder wrote, decoded. */
 static size_t decode(const uint8_t *cbf, size_t len, struct sfu_cbf_frame *out, size_t cap)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "vec.h"
+#include "util/vec.h"
 
 static void test_growth(void **state)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "xray.h"
+#include "import/xray.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "xray_stacks.h"
+#include "import/xray_stacks.h"
 
 #define E XRAY_REC_ENTER
 #define A XRAY_REC_ENTER_ARGS

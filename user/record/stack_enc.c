@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "stack_enc.h"
-#include "vec.h"
+#include "util/vec.h"
 
 /* @kind_of(i) gives frame i's kind, @addr_of(i) its address: the cut applied, then encoded. */
 static int encode(struct stack_enc *e, size_t n, const struct stack_cut *cut, bool truncated,

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "sfunwind/cbf.h"
 #include "sfunwind/module.h"
 #include "xray.h"

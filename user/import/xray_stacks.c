@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "vec.h"
+#include "util/hmap.h"
+#include "util/vec.h"
 #include "xray_stacks.h"
 
 /*

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "export.h"
-#include "vec.h"
+#include "util/vec.h"
 
 #define WIDTH 1200
 #define XPAD 10

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "export.h"
-#include "vec.h"
+#include "util/vec.h"
 
 struct fold_ctx {
 	const struct session *s;

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "session.h"
 #include "sfunwind/cbf.h"
-#include "vec.h"
+#include "util/vec.h"
 
 #define MAX_FRAMES 4096
 

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "profile.h"
 #include "profile_internal.h"
-#include "vec.h"
+#include "util/vec.h"
 
 #define HEADER_MAX	65536
 #define RESYNC_CHUNK	65536

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 #include "sample.h"
 #include "sfunwind.h"
 

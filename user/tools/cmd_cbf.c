@@ -19,7 +19,7 @@
 #include "sfunwind/cbf.h"
 
 #include "cmds.h"
-#include "vec.h"
+#include "util/vec.h"
 
 static void usage(FILE *f)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cmds.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "sfunwind/cbf.h"
 
 static const char usage[] =

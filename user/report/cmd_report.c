@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "cmds.h"
-#include "hmap.h"
+#include "util/hmap.h"
 #include "session.h"
 #include "strtab.h"
-#include "vec.h"
+#include "util/vec.h"
 
 static const char usage[] =
 	"usage: sfprof report [-i FILE] [--sort KEYS] [--children] [--stdio]\n"

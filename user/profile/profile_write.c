@@ -11,10 +11,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "profile.h"
 #include "profile_internal.h"
-#include "vec.h"
+#include "util/vec.h"
 
 #define ZSTD_LEVEL 3
 #define BLOCK_NS 1000000000ull	/* a block older than this is written at the next record */

@@ -12,10 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "sfunwind.h"
 #include "symbolize.h"
-#include "vec.h"
+#include "util/vec.h"
 
 struct sym_module {
 	struct sym_module *next;

@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "proctab.h"
-#include "vec.h"
+#include "util/vec.h"
 
 struct proc {
 	struct proctab_proc pub;

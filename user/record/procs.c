@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "copy_size.h"
-#include "hmap.h"
+#include "util/hmap.h"
 #include "procs.h"
 #include "proctab.h"
 #include "stack_enc.h"
