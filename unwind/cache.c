@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Module cache: each file is opened once, and files with one build ID share a module. */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@ struct sfu_cache {
 	struct sfu_module **by_build_id;	/* modules that have one, sorted by it */
 	size_t build_id_count, build_id_cap;
 	char *dir;			/* disk cache for tables derived from .eh_frame */
+	unsigned flags;			/* SFU_MODULE_OPEN_*, for every file opened */
+	/* held for lookups and changes, never while a file is read */
+	pthread_mutex_t lock;
 };
 
 /* Room for one more element in a growing array. */
@@ -105,8 +109,11 @@ struct sfu_cache *sfu_cache__new(void)
 {
 	struct sfu_cache *cache = calloc(1, sizeof(*cache));
 
-	if (!cache)
+	if (!cache) {
 		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&cache->lock, NULL);
 	return cache;
 }
 
@@ -120,6 +127,7 @@ void sfu_cache__free(struct sfu_cache *cache)
 	free(cache->files);
 	free(cache->by_build_id);
 	free(cache->dir);
+	pthread_mutex_destroy(&cache->lock);
 	free(cache);
 }
 
@@ -129,9 +137,18 @@ int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir)
 
 	if (dir && !(copy = strdup(dir)))
 		return -ENOMEM;
+	pthread_mutex_lock(&cache->lock);
 	free(cache->dir);
 	cache->dir = copy;
+	pthread_mutex_unlock(&cache->lock);
 	return 0;
+}
+
+void sfu_cache__set_flags(struct sfu_cache *cache, unsigned flags)
+{
+	pthread_mutex_lock(&cache->lock);
+	cache->flags = flags;
+	pthread_mutex_unlock(&cache->lock);
 }
 
 static void format_build_id(char *buf, size_t size, const struct sfu_build_id *id)
@@ -190,6 +207,7 @@ struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 {
 	struct sfu_module *m = NULL;
 	struct sfu_file_id id;
+	unsigned flags;
 	struct stat st;
 	int err;
 
@@ -198,27 +216,42 @@ struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 		goto out;
 	}
 	sfu_file_id__from_stat(&id, &st);
-	m = find_file(cache, &id);
-	if (m) {
-		sfu_module__get(m);
-	} else {
-		m = sfu_module__open(path, diag);
-		if (!m) {
+	pthread_mutex_lock(&cache->lock);
+	m = sfu_module__get(find_file(cache, &id));
+	flags = cache->flags;
+	pthread_mutex_unlock(&cache->lock);
+	if (!m) {
+		/* read without the lock: a large file must not hold up the other threads */
+		struct sfu_module *opened = sfu_module__open_flags(path, flags, diag);
+
+		if (!opened) {
 			err = -errno;
 			goto out;
 		}
-		if (cache->dir && (err = sfu_module__set_cache_dir(m, cache->dir))) {
+		pthread_mutex_lock(&cache->lock);
+		/* another thread may have opened it meanwhile: one module per file */
+		m = sfu_module__get(find_file(cache, sfu_module__file_id(opened)));
+		err = 0;
+		if (m) {
+			sfu_module__put(opened);
+		} else {
+			m = opened;
+			err = cache->dir ? sfu_module__set_cache_dir(m, cache->dir) : 0;
+			/* keyed by what open() saw, in case the file changed since stat() */
+			if (!err)
+				err = add_module(cache, &m);
+			if (err) {
+				sfu_module__put(m);
+				m = NULL;
+			} else {
+				sfu_module__get(m);
+			}
+		}
+		pthread_mutex_unlock(&cache->lock);
+		if (err) {
 			diag_set(diag, err, "out of memory");
 			goto out;
 		}
-		/* keyed by what open() saw, in case the file changed since stat() */
-		if ((err = add_module(cache, &m))) {
-			sfu_module__put(m);
-			m = NULL;
-			diag_set(diag, err, "out of memory");
-			goto out;
-		}
-		sfu_module__get(m);
 	}
 
 	/* an expected ID of length 0 asks for nothing: the caller did not know one */
@@ -242,7 +275,14 @@ out:
 
 size_t sfu_cache__count(const struct sfu_cache *cache)
 {
-	return cache->count;
+	/* the lock is not part of the cache's value */
+	pthread_mutex_t *lock = (pthread_mutex_t *)&cache->lock;
+	size_t n;
+
+	pthread_mutex_lock(lock);
+	n = cache->count;
+	pthread_mutex_unlock(lock);
+	return n;
 }
 
 /* Keep the entries of @n pointers (at @stride bytes, the module pointer @offset in) whose module lives. */
@@ -268,6 +308,7 @@ size_t sfu_cache__trim(struct sfu_cache *cache)
 {
 	size_t released = 0, kept = 0;
 
+	pthread_mutex_lock(&cache->lock);
 	/* the indexes first: they hold no reference of their own */
 	cache->file_count = keep_live(cache->files, cache->file_count, sizeof(*cache->files),
 				      offsetof(struct file_entry, module));
@@ -284,5 +325,6 @@ size_t sfu_cache__trim(struct sfu_cache *cache)
 		cache->modules[kept++] = m;
 	}
 	cache->count = kept;
+	pthread_mutex_unlock(&cache->lock);
 	return released;
 }

@@ -781,6 +781,11 @@ out:
 
 struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 {
+	return sfu_module__open_flags(path, 0, diag);
+}
+
+struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags, struct sfu_diag *diag)
+{
 	struct reader r = { .diag = diag };
 	struct sfu_module *m = NULL;
 	size_t image_size = 0;
@@ -837,7 +842,8 @@ struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 	m->is_dyn = r.ehdr.e_type == ET_DYN;
 	if ((err = read_segments(m, &r)) || (err = read_build_id(m, &r)) ||
 	    (err = read_sframe(m, &r)) || (err = read_eh_frame(m, &r)) ||
-	    (err = read_plt(m, &r)) || (err = read_symbols(m, &r)))
+	    (err = read_plt(m, &r)) ||
+	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))))
 		goto out;
 	err = 0;
 out:

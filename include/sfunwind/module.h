@@ -59,6 +59,24 @@ struct sfu_cache;
  */
 SFU_API struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag);
 
+/* Flags of sfu_module__open_flags() and sfu_cache__set_flags(). */
+enum {
+	/*
+	 * Skip the symbol tables: sfu_module__symbolize() and
+	 * sfu_module__symbol_addr() then find nothing (-ENOENT). Unwinding
+	 * needs no symbols, and a large library's take long to build (140 ms
+	 * for libLLVM-16.so).
+	 */
+	SFU_MODULE_OPEN_NO_SYMBOLS = 1u << 0,
+};
+
+/**
+ * sfu_module__open_flags() - sfu_module__open() with SFU_MODULE_OPEN_* @flags.
+ * @return as sfu_module__open().
+ */
+SFU_API struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags,
+						  struct sfu_diag *diag);
+
 /**
  * sfu_module__new() - a module described by its caller rather than read from
  * a file: code a debugger or JIT knows about, or a test's synthetic tables.
@@ -215,7 +233,10 @@ SFU_API int sfu_module__bias(const struct sfu_module *m, uint64_t map_start,
  * sfu_cache__new() - a cache of modules keyed by build ID.
  *
  * A file is opened and decoded once, however many address spaces map it and
- * under whatever path. Not thread-safe: one cache per thread, or a lock.
+ * under whatever path. Thread-safe: every call may come from any thread
+ * (a file is read without the cache's lock held, so one thread opening a
+ * large library does not hold up the others; two threads opening the same
+ * file at once end with one module).
  *
  * @return the cache, or NULL with errno set.
  */
@@ -262,6 +283,12 @@ SFU_API size_t sfu_cache__trim(struct sfu_cache *cache);
  * @return 0, or -ENOMEM.
  */
 SFU_API int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
+
+/**
+ * sfu_cache__set_flags() - SFU_MODULE_OPEN_* flags for the files this cache
+ * opens from now on (a profiler that only unwinds: SFU_MODULE_OPEN_NO_SYMBOLS).
+ */
+SFU_API void sfu_cache__set_flags(struct sfu_cache *cache, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,10 @@ struct profile_writer {
 	uint64_t block_started;	/* CLOCK_MONOTONIC_COARSE ns of its first record */
 	uint64_t prev_time;	/* of the last timed record in the block */
 	struct hmap *stacks;	/* space byte and CBF bytes -> id, from 1 */
+	uint32_t stack_count;	/* ids given: the next one is stack_count + 1 */
+	size_t stack_key_bytes;	/* of the keys in stacks */
+	size_t stack_bound;	/* past this many key bytes, stacks starts again (0: none) */
+	uint64_t stack_resets;
 	struct hmap *modules;	/* build ID length, build ID and path -> id, from 1 */
 	uint8_t *stack_space;	/* of each stack id, from 1: samples may give ids */
 	size_t stack_space_cap;
@@ -465,11 +469,29 @@ int profile_writer__module(struct profile_writer *w, const struct profile_module
 	return append(w, PROFILE_REC_MODULE);
 }
 
+/*
+ * Start the stack index again: stacks seen before are written again, under
+ * new ids, when next seen. Ids keep counting, so every id in the file names
+ * one stack. @return 0 or -ENOMEM.
+ */
+static int forget_stacks(struct profile_writer *w)
+{
+	struct hmap *fresh = hmap__new(HMAP_BYTES);
+
+	if (!fresh)
+		return -ENOMEM;
+	hmap__free(w->stacks);
+	w->stacks = fresh;
+	w->stack_key_bytes = 0;
+	w->stack_resets++;
+	return 0;
+}
+
 /* The id of a stack, writing its record the first time. 0 for an empty stack. */
 static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
 		    uint32_t *id)
 {
-	bool added;
+	uint64_t *v;
 	int err;
 
 	*id = 0;
@@ -481,11 +503,24 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 	w->scratch.p[0] = space;
 	memcpy(w->scratch.p + 1, cbf, len);
 	/* room for a new one's space first: an id is never given without it */
-	if (VEC_RESERVE(w->stack_space, w->stack_space_cap, hmap__count(w->stacks) + 1, 1024))
+	if (VEC_RESERVE(w->stack_space, w->stack_space_cap, (size_t)w->stack_count + 1, 1024))
 		return -ENOMEM;
-	err = intern(w->stacks, w->scratch.p, len + 1, id, &added);
-	if (err || !added)
+	if (w->stack_bound && w->stack_key_bytes + len + 1 > w->stack_bound &&
+	    (err = forget_stacks(w)))
 		return err;
+	err = hmap__entry(w->stacks, w->scratch.p, len + 1, &v, NULL);
+	if (err)
+		return err;
+	if (*v) {
+		*id = (uint32_t)*v;
+		return 0;
+	}
+	if (w->stack_count == UINT32_MAX) {
+		hmap__delete(w->stacks, w->scratch.p, len + 1, NULL);
+		return -E2BIG;
+	}
+	*v = *id = ++w->stack_count;
+	w->stack_key_bytes += len + 1;
 	w->stack_space[*id - 1] = space;
 	if (begin(w, len + 24))
 		return w->err;
@@ -509,7 +544,7 @@ static int sample_stack(struct profile_writer *w, uint8_t space, const uint8_t *
 {
 	if (len || !given)
 		return stack_id(w, space, cbf, len, id);
-	if (given > hmap__count(w->stacks) || w->stack_space[given - 1] != space)
+	if (given > w->stack_count || w->stack_space[given - 1] != space)
 		return -EINVAL;
 	*id = given;
 	return 0;
@@ -549,6 +584,16 @@ int profile_writer__tick(struct profile_writer *w)
 	return w->err;
 }
 
+void profile_writer__set_stack_bound(struct profile_writer *w, size_t bytes)
+{
+	w->stack_bound = bytes;
+}
+
+uint64_t profile_writer__stack_resets(const struct profile_writer *w)
+{
+	return w->stack_resets;
+}
+
 uint64_t profile_writer__bytes(const struct profile_writer *w)
 {
 	return w->committed;
@@ -575,7 +620,7 @@ static int finish(struct profile_writer *w, bool failed, bool keep, struct profi
 		put_le64(t + 32, w->first_time);
 		put_le64(t + 40, w->last_time);
 		put_le32(t + 48, w->processes);
-		put_le32(t + 52, hmap__count(w->stacks));
+		put_le32(t + 52, w->stack_count);
 		put_le32(t + 56, failed ? PROFILE_TRAILER_F_FAILED : 0);
 		put_le32(t + 60, profile_crc32(0, t, 60));
 		err = commit(w, t, sizeof(t));

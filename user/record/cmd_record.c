@@ -15,17 +15,21 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "procs.h"
+#include "pipeline.h"
 #include "sampler.h"
 
 #define DEFAULT_FREQ	999
 /* The copy a thread starts with; its own unwinds then size it (--stack-size fixes it instead). */
 #define DEFAULT_STACK	65536
 #define MAX_DEPTH	128	/* frames kept per stack: perf's default max-stack is 127 */
+#define DEFAULT_MAX_MEMORY	(256ull << 20)
+#define MIN_MAX_MEMORY		(64ull << 20)
+#define DEFAULT_MAX_WORKERS	4	/* unwinding threads by default: the CPUs online, at most this */
 
 static const char usage[] =
 	"usage: sfprof record [-F HZ] [-a] [-p PID[,PID...]] [--duration SECS]\n"
-	"                     [--stack-size BYTES] [-o FILE] [-- COMMAND [ARGS...]]\n"
+	"                     [--stack-size BYTES] [--max-memory SIZE] [--unwind-threads N]\n"
+	"                     [-o FILE] [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Sample user and kernel stacks on the cpu-clock event, unwind them with SFrame\n"
 	"(frame pointers where there is none) and write them to FILE (sfprof.data).\n"
@@ -37,6 +41,14 @@ static const char usage[] =
 	"      --stack-size BYTES user stack bytes copied per sample, for every thread\n"
 	"                         (4096-65536); by default a thread starts at 65536\n"
 	"                         and its size follows what unwinding its stacks needs\n"
+	"      --max-memory SIZE  bound on what the record path holds (default 256M;\n"
+	"                         K, M, G suffixes; at least 64M): the sample ring takes\n"
+	"                         1/8 (at most 32M), samples waiting to be unwound 3/8,\n"
+	"                         the index of stacks written 1/16; past a bound samples\n"
+	"                         are dropped and counted as lost, and recording goes on\n"
+	"      --unwind-threads N threads that unwind samples (default: the CPUs online,\n"
+	"                         at most 4); each owns the processes whose pid % N is its\n"
+	"                         number\n"
 	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
@@ -55,9 +67,8 @@ struct record {
 	uint32_t freq;
 	uint32_t stack_size;
 	bool stack_fixed;	/* --stack-size: no per-thread sizes */
-	uint64_t resized;	/* per-thread sizes published */
-	uint64_t handled;	/* samples handed to procs */
-	uint64_t ustack_bytes;	/* the user stack bytes they carried */
+	uint64_t max_memory;	/* --max-memory */
+	unsigned workers;	/* --unwind-threads */
 	bool all;
 	double duration;
 	pid_t *pids;
@@ -66,8 +77,9 @@ struct record {
 	pid_t child;
 	int go_fd;		/* write a byte: the child may exec */
 	int exec_err_fd;	/* the child's errno if exec failed; EOF when it worked */
-	struct procs *procs;
+	struct pipeline *pipeline;
 	struct profile_writer *w;
+	pthread_mutex_t wlock;	/* w is written by the unwinding threads too */
 	struct sampler *sampler;
 	uint64_t lost_written;
 	bool tty;
@@ -109,6 +121,30 @@ static int parse_pids(struct record *r, const char *arg)
 	return 0;
 }
 
+/* A size in bytes, with an optional K, M or G (binary) suffix. @return 0 or -EINVAL. */
+static int parse_size(const char *arg, uint64_t *bytes)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end == arg || errno || arg[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*bytes = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_args(struct record *r, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -117,6 +153,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "stack-size", required_argument, NULL, 's' },
+		{ "max-memory", required_argument, NULL, 'M' },
+		{ "unwind-threads", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -158,6 +196,22 @@ static int parse_args(struct record *r, int argc, char **argv)
 			}
 			r->stack_size = (v + STACK_CHUNK - 1) / STACK_CHUNK * STACK_CHUNK;
 			r->stack_fixed = true;
+			break;
+		case 'M':
+			if (parse_size(optarg, &r->max_memory) || r->max_memory < MIN_MAX_MEMORY) {
+				fprintf(stderr, "sfprof record: --max-memory takes a size of at least 64M "
+					"(a number of bytes, or with a K, M or G suffix)\n");
+				return 2;
+			}
+			break;
+		case 'T':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > PIPELINE_MAX_WORKERS) {
+				fprintf(stderr, "sfprof record: --unwind-threads takes 1 to %d\n",
+					PIPELINE_MAX_WORKERS);
+				return 2;
+			}
+			r->workers = v;
 			break;
 		case 'o':
 			r->output = optarg;
@@ -263,24 +317,28 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 	}
 }
 
+/* The draining thread only copies: everything slow happens on the unwinding threads. */
 static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
 		      const uint8_t *ustack)
 {
 	struct record *r = ctx;
-	struct procs_copy_use use;
 
-	procs__sample(r->procs, h, kstack, ustack, &use);
-	r->handled++;
-	r->ustack_bytes += h->ustack_len;
-	if (use.new_size && !sampler__set_stack_size(r->sampler, h->tid, use.new_size))
-		r->resized++;
+	pipeline__sample(r->pipeline, h, kstack, ustack);
+}
+
+/* From an unwinding thread: a map update, safe from any thread. */
+static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
+{
+	struct record *r = ctx;
+
+	return sampler__set_stack_size(r->sampler, tid, bytes);
 }
 
 static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
 {
 	struct record *r = ctx;
 
-	procs__task_event(r->procs, e, time);
+	pipeline__task_event(r->pipeline, e, time);
 	if (e->type == PERF_RECORD_EXIT && !r->stack_fixed && e->size >= sizeof(*e) + 16) {
 		uint32_t tid;
 
@@ -298,41 +356,64 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 		"pointers alone\n", r->tty ? "\r\033[K" : "", pid, comm[0] ? comm : "?", why);
 }
 
-/* Write the lost samples counted since the last call. */
-static void write_lost(struct record *r)
+/* Samples lost so far, every cause: the ring, the reader's late queue, the unwinders' queue. */
+static uint64_t lost_now(struct record *r)
 {
-	uint64_t lost = sampler__lost(r->sampler);
+	struct pipeline_stats ps;
+
+	pipeline__stats(r->pipeline, &ps);
+	return sampler__lost(r->sampler) + ps.dropped;
+}
+
+/* Write the lost samples counted since the last call. @return 0 or -errno. */
+static int write_lost(struct record *r)
+{
+	uint64_t lost = lost_now(r);
+	int err = 0;
 
 	if (lost > r->lost_written) {
 		struct profile_lost rec = { now_ns(CLOCK_MONOTONIC), UINT32_MAX,
 					    lost - r->lost_written };
 
-		profile_writer__lost(r->w, &rec);
-		r->lost_written = lost;
+		pthread_mutex_lock(&r->wlock);
+		err = profile_writer__lost(r->w, &rec);
+		pthread_mutex_unlock(&r->wlock);
+		if (!err)
+			r->lost_written = lost;
 	}
+	return err;
 }
 
 /* On a terminal, a line rewritten every second; the summary replaces it at the end. */
 static void progress(struct record *r)
 {
-	const struct procs_stats *st = procs__stats(r->procs);
+	struct pipeline_stats ps;
+	uint64_t samples, bytes;
 
 	if (!r->tty)
 		return;
+	pipeline__stats(r->pipeline, &ps);
+	pthread_mutex_lock(&r->wlock);
+	samples = profile_writer__samples(r->w);
+	bytes = profile_writer__bytes(r->w);
+	pthread_mutex_unlock(&r->wlock);
 	fprintf(stderr, "\r\033[Ksfprof: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
-		" processes, %" PRIu64 " bytes written ...", st->samples, r->lost_written,
-		st->processes, profile_writer__bytes(r->w));
+		" processes, %" PRIu64 " bytes written ...", samples, r->lost_written,
+		ps.procs.processes, bytes);
 }
 
 /* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */
-static void summary(struct record *r, double secs, uint64_t samples, int scanned)
+static void summary(struct record *r, double secs, uint64_t samples, uint64_t stack_resets,
+		    int scanned)
 {
-	const struct procs_stats *st = procs__stats(r->procs);
+	struct pipeline_stats ps;
+	const struct procs_stats *st = &ps.procs;
 	struct sampler_stats ss;
 	uint64_t bytes = 0;
 	struct stat fst;
 
 	sampler__stats(r->sampler, &ss);
+	pipeline__stats(r->pipeline, &ps);
 	if (stat(r->output, &fst) == 0)
 		bytes = fst.st_size;
 	fprintf(stderr, "%ssfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
@@ -342,12 +423,30 @@ static void summary(struct record *r, double secs, uint64_t samples, int scanned
 		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
 	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
-		" past the reader's queue bound; user stack copies: %.0f bytes/sample, %s, %" PRIu64
-		" stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch + ss.malformed, ss.lost_queue,
-		r->handled ? (double)r->ustack_bytes / r->handled : 0.0,
+		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
+		"(%" PRIu64 " MiB at most, %.1f MiB used); user stack copies: %.0f bytes/sample, %s, %"
+		PRIu64 " stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch + ss.malformed,
+		ss.lost_queue, ps.dropped, r->max_memory * 3 / 8 >> 20, ps.queued_peak / 1048576.0,
+		ps.handled ? (double)ps.ustack_bytes / ps.handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)
-		fprintf(stderr, "sfprof: %" PRIu64 " per-thread copy sizes set\n", r->resized);
+		fprintf(stderr, "sfprof: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
+	if (ps.dropped_events)
+		fprintf(stderr, "sfprof: %" PRIu64 " task events dropped at their queue bound: some "
+			"processes may lack mappings\n", ps.dropped_events);
+	if (stack_resets)
+		fprintf(stderr, "sfprof: the index of stacks written passed its bound %" PRIu64
+			" times: stacks seen again were written again\n", stack_resets);
+}
+
+/* The sample ring: 1/8 of --max-memory, a power of two from 4 to 32 MiB. */
+static uint32_t ring_bytes(uint64_t max_memory)
+{
+	uint32_t bytes = 32u << 20;
+
+	while (bytes > (4u << 20) && bytes > max_memory / 8)
+		bytes >>= 1;
+	return bytes;
 }
 
 static bool targets_alive(const struct record *r)
@@ -381,7 +480,7 @@ static int run(struct record *r, int *child_status)
 			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
 			break;
 		}
-		err = procs__error(r->procs);
+		err = pipeline__error(r->pipeline);
 		if (err) {
 			fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
 				r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
@@ -397,10 +496,14 @@ static int run(struct record *r, int *child_status)
 		if (now - last_progress >= 1000000000ull) {
 			if (r->npids && !targets_alive(r))
 				break;	/* as perf record -p does */
-			write_lost(r);
 			/* modules of processes long gone: a churn of programs costs no memory */
-			procs__trim(r->procs);
-			if ((err = profile_writer__tick(r->w))) {
+			pipeline__trim(r->pipeline);
+			err = write_lost(r);
+			pthread_mutex_lock(&r->wlock);
+			if (!err)
+				err = profile_writer__tick(r->w);
+			pthread_mutex_unlock(&r->wlock);
+			if (err) {
 				fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
 					r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
 				break;
@@ -430,7 +533,9 @@ static int setup_targets(struct record *r)
 int cmd_record(int argc, char **argv)
 {
 	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
-			    .stack_size = DEFAULT_STACK, .go_fd = -1, .exec_err_fd = -1 };
+			    .stack_size = DEFAULT_STACK, .max_memory = DEFAULT_MAX_MEMORY,
+			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER };
+	struct pipeline_opts popts;
 	struct sampler_cbs cbs = { on_sample, on_task_event };
 	struct sampler_opts sopts;
 	struct profile_diag diag = { "" };
@@ -438,7 +543,8 @@ int cmd_record(int argc, char **argv)
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
 	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t t0, samples;
+	uint64_t t0, samples, stack_resets;
+	long cpus;
 	double secs;
 
 	argv[0] = "sfprof record";	/* for getopt's messages */
@@ -449,7 +555,12 @@ int cmd_record(int argc, char **argv)
 	if (setup_targets(&r))
 		goto out;
 
-	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all };
+	if (!r.workers) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		r.workers = cpus < 1 ? 1 : cpus > DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : cpus;
+	}
+	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
+				       ring_bytes(r.max_memory) };
 	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
 	if (!r.sampler) {
 		fprintf(stderr, "sfprof record: %s\n", msg);
@@ -466,23 +577,34 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 		goto out;
 	}
-	r.procs = procs__new(r.w, SFU_ARCH_HOST, MAX_DEPTH);
-	if (!r.procs) {
-		fprintf(stderr, "sfprof record: out of memory\n");
+	profile_writer__set_stack_bound(r.w, r.max_memory / 16);
+	popts = (struct pipeline_opts){
+		.workers = r.workers, .queue_bytes = r.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
+		.max_depth = MAX_DEPTH, .copy_start = r.stack_size, .copy_adaptive = !r.stack_fixed,
+	};
+	r.pipeline = pipeline__new(r.w, &r.wlock, &popts);
+	if (!r.pipeline) {
+		fprintf(stderr, "sfprof record: cannot start the unwinding threads: %s\n",
+			strerror(errno));
 		goto discard;
 	}
-	procs__set_copy_sizes(r.procs, r.stack_size, !r.stack_fixed);
-	procs__set_warn(r.procs, on_warn, &r);
+	pipeline__set_warn(r.pipeline, on_warn, &r);
+	pipeline__set_resize(r.pipeline, on_resize, &r);
 
 	/* what runs already; new processes arrive as task events */
 	if (r.all)
-		scanned = procs__scan_all(r.procs);
+		scanned = pipeline__scan_all(r.pipeline);
 	for (size_t i = 0; i < r.npids; i++)
-		if (!procs__scan(r.procs, r.pids[i]))
+		if (!pipeline__scan(r.pipeline, r.pids[i]))
 			scanned++;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if ((err = pipeline__start(r.pipeline))) {
+		fprintf(stderr, "sfprof record: cannot start the unwinding threads: %s\n",
+			strerror(-err));
+		goto discard;
+	}
 	if (sampler__start(r.sampler, msg, sizeof(msg))) {
 		fprintf(stderr, "sfprof record: %s\n", msg);
 		goto discard;
@@ -502,17 +624,25 @@ int cmd_record(int argc, char **argv)
 	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
 	if (!err && (err = sampler__drain(r.sampler)))
 		fprintf(stderr, "sfprof record: reading samples: %s\n", strerror(-err));
-	if (!err && (err = procs__error(r.procs)))
+	/* the backlog: every sample queued is unwound and written (none after a write error) */
+	if (pipeline__finish(r.pipeline) && !err) {
+		err = pipeline__error(r.pipeline);
 		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
-	write_lost(&r);
+	}
+	if (!err && (err = write_lost(&r)))
+		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
 	samples = profile_writer__samples(r.w);
+	stack_resets = profile_writer__stack_resets(r.w);
 	ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
 	r.w = NULL;
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
-	summary(&r, secs, samples, scanned);
+	summary(&r, secs, samples, stack_resets, scanned);
 	goto out;
 discard:
+	/* no thread may write to it any more */
+	pipeline__free(r.pipeline);
+	r.pipeline = NULL;
 	profile_writer__discard(r.w);
 	r.w = NULL;
 out:
@@ -530,7 +660,7 @@ out:
 		close(r.go_fd);
 	if (r.exec_err_fd >= 0)
 		close(r.exec_err_fd);
-	procs__free(r.procs);
+	pipeline__free(r.pipeline);
 	sampler__free(r.sampler);
 	free(r.pids);
 	free(cmdline);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The record path after the ring: samples unwound in their process, encoded, and written with what they need. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@ struct thread {
 
 struct procs {
 	struct profile_writer *w;
-	struct sfu_cache *cache;
+	pthread_mutex_t *wlock;	/* the writer is shared with other procs */
+	struct sfu_cache *cache;	/* shared too, and thread-safe */
 	struct proctab *tab;
 	struct sfu_unwind_opts opts;
 	struct stack_cut cut;
@@ -47,9 +49,20 @@ struct procs {
 static int wrote(struct procs *p, int err)
 {
 	if (err && !p->err)
-		p->err = err;
+		__atomic_store_n(&p->err, err, __ATOMIC_RELAXED);
 	return err;
 }
+
+/* A call of the shared writer, under its lock: @return what it returned. */
+#define WRITE(p, call) ({						\
+	int err_;							\
+	if ((p)->wlock)							\
+		pthread_mutex_lock((p)->wlock);				\
+	err_ = (call);							\
+	if ((p)->wlock)							\
+		pthread_mutex_unlock((p)->wlock);			\
+	wrote((p), err_);						\
+})
 
 /* --- the emitter: what the process table tells, written to the file --- */
 
@@ -70,14 +83,14 @@ static void emit_mapping(void *ctx, uint32_t pid, const struct sfu_mapping *m)
 			.path = m->path ? m->path : sfu_module__path(m->module),
 		};
 
-		wrote(p, profile_writer__module(p->w, &mod, &rec.module_id));
+		WRITE(p, profile_writer__module(p->w, &mod, &rec.module_id));
 	} else if (m->path) {
 		/* a file we could not open: keep its name for the report */
 		struct profile_module mod = { .path = m->path };
 
-		wrote(p, profile_writer__module(p->w, &mod, &rec.module_id));
+		WRITE(p, profile_writer__module(p->w, &mod, &rec.module_id));
 	}
-	wrote(p, profile_writer__mapping(p->w, &rec));
+	WRITE(p, profile_writer__mapping(p->w, &rec));
 }
 
 static void emit_process(void *ctx, const struct proctab_proc *pr)
@@ -88,7 +101,7 @@ static void emit_process(void *ctx, const struct proctab_proc *pr)
 		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
 	};
 
-	wrote(p, profile_writer__process(p->w, &rec));
+	WRITE(p, profile_writer__process(p->w, &rec));
 }
 
 static void emit_comm(void *ctx, uint64_t time, uint32_t pid, uint32_t tid, const char *comm)
@@ -96,7 +109,7 @@ static void emit_comm(void *ctx, uint64_t time, uint32_t pid, uint32_t tid, cons
 	struct procs *p = ctx;
 	struct profile_comm rec = { time, pid, tid, comm };
 
-	wrote(p, profile_writer__comm(p->w, &rec));
+	WRITE(p, profile_writer__comm(p->w, &rec));
 }
 
 static void emit_exit(void *ctx, uint64_t time, uint32_t pid)
@@ -104,7 +117,7 @@ static void emit_exit(void *ctx, uint64_t time, uint32_t pid)
 	struct procs *p = ctx;
 	struct profile_exit rec = { time, pid };
 
-	wrote(p, profile_writer__exit(p->w, &rec));
+	WRITE(p, profile_writer__exit(p->w, &rec));
 }
 
 /* A thread is written again (exec) or gone (exit): its copy size goes with it. */
@@ -125,22 +138,8 @@ static void warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 		p->warn(p->warn_ctx, pid, comm, why);
 }
 
-/* Tables derived from .eh_frame are kept on disk: the next recording reads them back. */
-static void set_cache_dir(struct sfu_cache *cache)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096];
-
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/sfprof", xdg);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
-	else
-		return;
-	sfu_cache__set_dir(cache, dir);
-}
-
-struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned max_depth)
+struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struct sfu_cache *cache,
+			 enum sfu_arch arch, unsigned max_depth)
 {
 	static const struct proctab_ops ops = {
 		.process = emit_process, .mapping = emit_mapping, .comm = emit_comm,
@@ -151,19 +150,17 @@ struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned 
 	if (!p)
 		return NULL;
 	p->w = w;
+	p->wlock = wlock;
+	p->cache = cache;
 	p->cut.max_frames = max_depth;
 	p->opts.arch = arch;
 	p->copy_lim = (struct copy_limits){ MIN_USTACK_BYTES, MAX_USTACK_BYTES, STACK_CHUNK };
 	p->copy_start = 16384;
-	p->cache = sfu_cache__new();
 	p->opts.cache = sfu_unwind_cache__new();
 	p->threads = hmap__new(HMAP_U64);
 	p->learned = hmap__new(HMAP_BYTES);
-	if (p->cache) {
-		set_cache_dir(p->cache);
-		p->tab = proctab__new(p->cache, &ops, p);
-	}
-	if (!p->cache || !p->opts.cache || !p->threads || !p->learned || !p->tab) {
+	p->tab = proctab__new(p->cache, &ops, p);
+	if (!p->opts.cache || !p->threads || !p->learned || !p->tab) {
 		procs__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -178,7 +175,6 @@ void procs__free(struct procs *p)
 	proctab__free(p->tab);
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
-	sfu_cache__free(p->cache);
 	sfu_unwind_cache__free(p->opts.cache);
 	stack_enc__release(&p->ustack);
 	stack_enc__release(&p->kstack);
@@ -193,7 +189,7 @@ void procs__set_warn(struct procs *p, procs_warn_fn fn, void *ctx)
 
 int procs__error(const struct procs *p)
 {
-	return p->err;
+	return __atomic_load_n(&p->err, __ATOMIC_RELAXED);
 }
 
 void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive)
@@ -217,6 +213,11 @@ int procs__scan_all(struct procs *p)
 	return proctab__scan_all(p->tab);
 }
 
+int procs__scan_owned(struct procs *p, unsigned index, unsigned count)
+{
+	return proctab__scan_owned(p->tab, index, count);
+}
+
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
 	proctab__task_event(p->tab, e, time);
@@ -225,11 +226,6 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 size_t procs__held(const struct procs *p)
 {
 	return proctab__count(p->tab);
-}
-
-size_t procs__trim(struct procs *p)
-{
-	return sfu_cache__trim(p->cache);
 }
 
 /* --- the sample path --- */
@@ -322,7 +318,7 @@ static struct thread *thread_of(struct procs *p, const struct copy_size *prog,
 		return (struct thread *)(uintptr_t)*v;
 	memcpy(comm, h->comm, SAMPLE_COMM_LEN);
 	comm[SAMPLE_COMM_LEN] = '\0';
-	wrote(p, profile_writer__thread(p->w, &rec));
+	WRITE(p, profile_writer__thread(p->w, &rec));
 	th = malloc(sizeof(*th));
 	if (!th)
 		return NULL;
@@ -354,7 +350,8 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 		return;
 	}
 	p->stats.unknown_pid += unknown;
-	p->stats.processes = proctab__emitted(p->tab);
+	/* read by the progress line on another thread */
+	__atomic_store_n(&p->stats.processes, proctab__emitted(p->tab), __ATOMIC_RELAXED);
 	if (p->copy_adaptive)
 		prog = program_size(p, pr);
 	th = thread_of(p, prog, h, &fresh);
@@ -375,6 +372,6 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	if (kn && wrote(p, stack_enc__addrs(&p->kstack, kstack, kn, &p->cut,
 					    kn == MAX_KSTACK_DEPTH, &s.kstack, &s.kstack_len)))
 		return;
-	if (!wrote(p, profile_writer__sample(p->w, &s)))
+	if (!WRITE(p, profile_writer__sample(p->w, &s)))
 		p->stats.samples++;
 }

@@ -4,6 +4,7 @@
 #define SFPROF_PROCS_H
 
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,10 +35,17 @@ struct procs;
 
 /**
  * procs__new() - an empty process table writing to @w.
+ * @wlock: held around every call of @w (NULL: @w is this table's alone).
+ * @cache: where files are opened; shared, it must outlive the table.
  * @max_depth: frames kept per stack (longer stacks keep top and bottom).
+ *
+ * One table is used by one thread at a time; several tables (one per
+ * unwinding thread) may share @w and @cache.
+ *
  * @return the table, or NULL with errno set.
  */
-struct procs *procs__new(struct profile_writer *w, enum sfu_arch arch, unsigned max_depth);
+struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struct sfu_cache *cache,
+			 enum sfu_arch arch, unsigned max_depth);
 
 /* What cannot be known of a process (its mappings, ...), said once per process image. */
 typedef void (*procs_warn_fn)(void *ctx, uint32_t pid, const char *comm, const char *why);
@@ -70,6 +78,9 @@ int procs__scan(struct procs *p, pid_t pid);
 /** procs__scan_all() - procs__scan() every process in /proc. @return their number. */
 int procs__scan_all(struct procs *p);
 
+/** procs__scan_owned() - those whose pid % @count is @index. @return their number, or -errno. */
+int procs__scan_owned(struct procs *p, unsigned index, unsigned count);
+
 /** procs__task_event() - apply an mmap, comm (exec), fork or exit record. */
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time);
 
@@ -84,13 +95,7 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 /** @return the processes the table holds now (to see that it does not grow without end). */
 size_t procs__held(const struct procs *p);
 
-/**
- * procs__trim() - release the modules no process holds any more (those of
- * processes gone past their grace time). @return how many.
- */
-size_t procs__trim(struct procs *p);
-
-/** @return counters for the summary. */
+/** @return counters for the summary (processes may be read from another thread, atomically). */
 const struct procs_stats *procs__stats(const struct procs *p);
 
 #endif

@@ -218,6 +218,11 @@ int proctab__scan(struct proctab *t, pid_t pid)
 
 int proctab__scan_all(struct proctab *t)
 {
+	return proctab__scan_owned(t, 0, 1);
+}
+
+int proctab__scan_owned(struct proctab *t, unsigned index, unsigned count)
+{
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	int n = 0;
@@ -228,7 +233,7 @@ int proctab__scan_all(struct proctab *t)
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 
-		if (*end || !pid)
+		if (*end || !pid || pid % count != index)
 			continue;
 		if (!proctab__scan(t, pid))
 			n++;
@@ -458,8 +463,29 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	read_status(&child->pub);
 	read_namespaces(&child->pub);
 	if (parent->maps_pending || parent->npending) {
-		/* the parent's files were never opened: the child's own maps, when sampled */
-		child->maps_pending = true;
+		/*
+		 * The parent's files were never opened here (not sampled, or
+		 * another thread's process): the child inherits what is known of
+		 * them, its /proc maps read at its first sample if the parent's
+		 * were to be, and the parent's mappings since then. A short-lived
+		 * child is then known without /proc.
+		 */
+		child->maps_pending = parent->maps_pending;
+		if (VEC_RESERVE(child->pending, child->pending_cap, parent->npending, 8)) {
+			child->maps_pending = true;
+			return;
+		}
+		for (size_t i = 0; i < parent->npending; i++) {
+			size_t size = parent->pending[i]->header.size;
+			struct perf_rec_mmap2 *copy = malloc(size);
+
+			if (!copy) {
+				child->maps_pending = true;
+				break;
+			}
+			memcpy(copy, parent->pending[i], size);
+			child->pending[child->npending++] = copy;
+		}
 		return;
 	}
 	maps = sfu_addrspace__mappings(parent->pub.as, &n);

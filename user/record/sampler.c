@@ -18,7 +18,7 @@
 #include "sampler.h"
 
 #define TASK_BUF_PAGES	256	/* per CPU: 1 MiB of mmap/comm/fork/exit records */
-#define RING_BYTES	(32u << 20)
+#define RING_BYTES	(32u << 20)	/* unless sampler_opts.ring_bytes says */
 /*
  * Samples newer than a round's horizon wait in user space for the next
  * round, at most this many bytes; past it they are dropped and counted.
@@ -490,7 +490,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->skel->rodata->filter_pids = opts->filter;
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
-	bpf_map__set_max_entries(s->skel->maps.samples, RING_BYTES);
+	bpf_map__set_max_entries(s->skel->maps.samples, opts->ring_bytes ? opts->ring_bytes : RING_BYTES);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	if (sample_bpf__load(s->skel)) {
 		e = errno;

@@ -16,6 +16,7 @@ struct sampler_opts {
 	uint32_t stack_size;	/* bytes of user stack per sample, a multiple of 4096 */
 	bool filter;		/* only the target processes (sampler__add_target) */
 	bool follow_forks;	/* children of targets become targets */
+	uint32_t ring_bytes;	/* the sample ring: a power of two, 4 MiB or more (0: 32 MiB) */
 };
 
 struct sampler_cbs {

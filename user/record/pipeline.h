@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The record path behind the ring: a bounded queue per unwinding thread, each thread with its own process table. */
+#ifndef SFPROF_PIPELINE_H
+#define SFPROF_PIPELINE_H
+
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "procs.h"
+
+/* How many unwinding threads at most, whatever the CPUs. */
+#define PIPELINE_MAX_WORKERS 16
+
+struct pipeline_opts {
+	unsigned workers;		/* unwinding threads, 1 to PIPELINE_MAX_WORKERS */
+	/*
+	 * Bytes of samples waiting for their thread, all threads together: past
+	 * it a sample is dropped and counted (lost, "the unwinders behind").
+	 * Task events get another queue_bytes / 8 above it before they are
+	 * dropped too: losing one misleads the process table, losing a sample
+	 * only loses the sample.
+	 */
+	size_t queue_bytes;
+	enum sfu_arch arch;
+	unsigned max_depth;		/* frames kept per stack */
+	uint32_t copy_start;		/* a new thread's stack copy size */
+	bool copy_adaptive;		/* sizes follow what the unwinds use */
+};
+
+struct pipeline_stats {
+	struct procs_stats procs;	/* summed over the threads */
+	uint64_t handled;		/* samples handed to an unwinding thread and done */
+	uint64_t ustack_bytes;		/* the user stack bytes those carried */
+	uint64_t resized;		/* per-thread copy sizes published */
+	uint64_t dropped;		/* samples dropped at the queue bound */
+	uint64_t dropped_events;	/* task events dropped at their bound */
+	uint64_t queued_peak;		/* the most bytes queued at once */
+};
+
+/* A thread's new stack copy size; called from an unwinding thread. @return 0 or -errno. */
+typedef int (*pipeline_resize_fn)(void *ctx, uint32_t tid, uint32_t bytes);
+
+struct pipeline;
+
+/**
+ * pipeline__new() - unwinding threads (not started yet) writing to @w.
+ * @wlock: held around every call of @w; the caller holds it too when it
+ *         writes to @w while the threads run.
+ *
+ * Samples go to the thread of their process (pid % workers), so that one
+ * process's samples and task events are handled in their order; task events
+ * go to every thread, which keeps what it needs of processes it does not
+ * own (a fork's parent) without opening their files. Files are opened
+ * through one module cache that all threads share.
+ *
+ * @return the pipeline, or NULL with errno set.
+ */
+struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
+			       const struct pipeline_opts *opts);
+
+/** pipeline__set_warn() - what cannot be known of a process; called from the unwinding threads. */
+void pipeline__set_warn(struct pipeline *pl, procs_warn_fn fn, void *ctx);
+
+/** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
+void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);
+
+/** pipeline__scan() - learn a running process from /proc (before pipeline__start()). @return 0 or -errno. */
+int pipeline__scan(struct pipeline *pl, pid_t pid);
+
+/** pipeline__scan_all() - every process in /proc. @return their number, or -errno. */
+int pipeline__scan_all(struct pipeline *pl);
+
+/** pipeline__start() - start the unwinding threads. @return 0 or -errno. */
+int pipeline__start(struct pipeline *pl);
+
+/**
+ * pipeline__sample() - queue a copy of a sample for its process's thread;
+ * dropped and counted when the queue bound is reached. Never blocks.
+ */
+void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uint64_t *kstack,
+		      const uint8_t *ustack);
+
+/** pipeline__task_event() - queue a copy of a task event for every thread. Never blocks. */
+void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time);
+
+/**
+ * pipeline__error() - @return the first error writing the profile in any
+ * thread (the recording must stop), or 0.
+ */
+int pipeline__error(struct pipeline *pl);
+
+/**
+ * pipeline__finish() - let every thread handle what it has queued, then stop
+ * them. Called once, after the last pipeline__sample(). @return
+ * pipeline__error().
+ */
+int pipeline__finish(struct pipeline *pl);
+
+/**
+ * pipeline__stats() - figures so far; exact after pipeline__finish(),
+ * approximate (processes, handled, dropped) while the threads run.
+ */
+void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st);
+
+/** pipeline__trim() - release the modules no process maps any more. @return how many. */
+size_t pipeline__trim(struct pipeline *pl);
+
+/** pipeline__free() - stops the threads if they run (dropping what is queued); accepts NULL. */
+void pipeline__free(struct pipeline *pl);
+
+#endif
