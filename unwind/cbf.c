@@ -63,11 +63,12 @@ static uint64_t sign_extend(uint64_t v, unsigned n)
 /* Fewest bytes that sign-extend back to @v, a value already truncated to the word. */
 static unsigned signed_width(uint64_t v, uint64_t mask, unsigned word_bytes)
 {
-	unsigned n = 1;
+	/* the bits a two's complement number needs: 64 less its redundant sign bits */
+	unsigned bits = 64 - (unsigned)__builtin_clrsbll((long long)sign_extend(v, word_bytes));
+	unsigned n = (bits + 7) / 8;
 
-	while (n < word_bytes && (sign_extend(v, n) & mask) != v)
-		n++;
-	return n;
+	(void)mask;	/* v is already truncated to the word */
+	return n < word_bytes ? n : word_bytes;
 }
 
 /* Fewest bytes that hold @v as an unsigned number (at least one). */

@@ -622,6 +622,7 @@ int cmd_record(int argc, char **argv)
 	err = run(&r, &child_status);
 	/* the duration is the sampling's: the backlog is handled after it */
 	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	pipeline__wait_for_room(r.pipeline);
 	if (!err && (err = sampler__drain(r.sampler)))
 		fprintf(stderr, "sfprof record: reading samples: %s\n", strerror(-err));
 	/* the backlog: every sample queued is unwound and written (none after a write error) */

@@ -4,30 +4,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "pipeline.h"
 
-enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT };
+enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };
 
-/* A sample or a task event, copied out of the ring or the task buffers. */
+/*
+ * A sample or a task event in a thread's queue, copied out of the ring or
+ * the task buffers; ITEM_WRAP: the rest of the queue's end is unused.
+ */
 struct item {
-	struct item *next;
 	uint32_t kind;
 	uint32_t len;		/* of data */
 	uint64_t time;		/* of a task event */
 	uint8_t data[];
 };
 
-/* One unwinding thread, the processes it owns, and its queue. */
+#define ITEM_ALIGN 16u	/* the end of the queue always has room for a header */
+
+/*
+ * One unwinding thread, the processes it owns, and its queue: a ring of
+ * bytes with one writer (the draining thread) and one reader (this thread),
+ * which handles each item in place. Its memory is allocated once and is the
+ * bound: nothing on the record path copies a sample twice or grows with the
+ * backlog.
+ */
 struct shard {
 	struct pipeline *pl;
 	struct procs *procs;
 	pthread_t thread;
 	bool started;
-	pthread_mutex_t lock;
+	uint8_t *ring;
+	size_t size;		/* of ring, a multiple of ITEM_ALIGN */
+	size_t head, tail;	/* bytes ever written and read (atomic: one writer each) */
+	size_t event_room;	/* samples leave this much for task events */
+	pthread_mutex_t lock;	/* for sleeping and waking only */
 	pthread_cond_t wake;
-	struct item *head, *tail;	/* under lock */
-	bool closing;			/* under lock: handle what is queued, then stop */
+	bool sleeping;		/* the thread waits for wake (atomic) */
+	bool closing;		/* handle what is queued, then stop (atomic) */
 	/* the thread's own; read by others after it is joined */
 	uint64_t handled, ustack_bytes, resized;
 };
@@ -37,14 +53,19 @@ struct pipeline {
 	struct sfu_cache *cache;
 	struct shard shards[PIPELINE_MAX_WORKERS];
 	unsigned nshards;
-	size_t queued;		/* bytes in every queue (atomic) */
-	size_t queued_peak;	/* the producer's */
-	size_t event_bound;	/* task events may fill the queues up to this */
 	bool abandon;		/* stopping without handling what is queued (atomic) */
+	bool wait_for_room;	/* the producer waits at the bound instead of dropping */
 	pipeline_resize_fn resize;
 	void *resize_ctx;
-	uint64_t dropped, dropped_events;	/* the producer's */
+	/* the producer's */
+	uint64_t dropped, dropped_events;
+	size_t queued_peak;
 };
+
+static size_t item_size(size_t len)
+{
+	return (sizeof(struct item) + len + ITEM_ALIGN - 1) & ~(size_t)(ITEM_ALIGN - 1);
+}
 
 /* Tables derived from .eh_frame are kept on disk: the next recording reads them back. */
 static void set_cache_dir(struct sfu_cache *cache)
@@ -74,7 +95,6 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 	if (!pl)
 		return NULL;
 	pl->opts = *opts;
-	pl->event_bound = opts->queue_bytes + opts->queue_bytes / 8;
 	pl->cache = sfu_cache__new();
 	if (!pl->cache)
 		goto fail;
@@ -88,6 +108,17 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 		pthread_mutex_init(&sh->lock, NULL);
 		pthread_cond_init(&sh->wake, NULL);
 		pl->nshards++;
+		/* pages are touched as the backlog first reaches them */
+		sh->size = opts->queue_bytes / opts->workers & ~(size_t)(ITEM_ALIGN - 1);
+		if (sh->size < PIPELINE_MIN_QUEUE)
+			sh->size = PIPELINE_MIN_QUEUE;
+		sh->event_room = sh->size / 8;
+		sh->ring = mmap(NULL, sh->size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (sh->ring == MAP_FAILED) {
+			sh->ring = NULL;
+			goto fail;
+		}
 		sh->procs = procs__new(w, wlock, pl->cache, opts->arch, opts->max_depth);
 		if (!sh->procs)
 			goto fail;
@@ -137,7 +168,7 @@ int pipeline__scan_all(struct pipeline *pl)
 	return n;
 }
 
-static void handle(struct shard *sh, struct item *it)
+static void handle(struct shard *sh, const struct item *it)
 {
 	struct pipeline *pl = sh->pl;
 
@@ -157,38 +188,46 @@ static void handle(struct shard *sh, struct item *it)
 	}
 }
 
+/* Wait for an item; @return false when closing and none is left. */
+static bool wait_item(struct shard *sh)
+{
+	bool more = true;
+
+	pthread_mutex_lock(&sh->lock);
+	__atomic_store_n(&sh->sleeping, true, __ATOMIC_SEQ_CST);
+	/* looked at again after saying so: a writer that missed the flag has published */
+	while (__atomic_load_n(&sh->head, __ATOMIC_SEQ_CST) == sh->tail) {
+		if (__atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST)) {
+			more = false;
+			break;
+		}
+		pthread_cond_wait(&sh->wake, &sh->lock);
+	}
+	__atomic_store_n(&sh->sleeping, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sh->lock);
+	return more;
+}
+
 static void *worker(void *arg)
 {
 	struct shard *sh = arg;
 	struct pipeline *pl = sh->pl;
 
-	for (;;) {
-		struct item *it, *next;
-		bool closing;
+	while (wait_item(sh)) {
+		size_t head = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
 
-		pthread_mutex_lock(&sh->lock);
-		while (!sh->head && !sh->closing)
-			pthread_cond_wait(&sh->wake, &sh->lock);
-		it = sh->head;
-		sh->head = sh->tail = NULL;
-		closing = sh->closing;
-		pthread_mutex_unlock(&sh->lock);
-		for (; it; it = next) {
-			next = it->next;
-			if (!__atomic_load_n(&pl->abandon, __ATOMIC_RELAXED))
+		while (sh->tail != head) {
+			size_t pos = sh->tail % sh->size;
+			struct item *it = (struct item *)(sh->ring + pos);
+			size_t size = it->kind == ITEM_WRAP ? sh->size - pos : item_size(it->len);
+
+			if (it->kind != ITEM_WRAP && !__atomic_load_n(&pl->abandon, __ATOMIC_RELAXED))
 				handle(sh, it);
-			__atomic_sub_fetch(&pl->queued, sizeof(*it) + it->len, __ATOMIC_RELAXED);
-			free(it);
-		}
-		if (closing) {
-			/* what came after the last look, if anything, is handled too */
-			pthread_mutex_lock(&sh->lock);
-			it = sh->head;
-			pthread_mutex_unlock(&sh->lock);
-			if (!it)
-				return NULL;
+			/* the room goes back item by item: the writer need not wait for a batch */
+			__atomic_store_n(&sh->tail, sh->tail + size, __ATOMIC_RELEASE);
 		}
 	}
+	return NULL;
 }
 
 int pipeline__start(struct pipeline *pl)
@@ -204,37 +243,49 @@ int pipeline__start(struct pipeline *pl)
 	return 0;
 }
 
-/* A queue item of @len bytes, if the bound allows; NULL otherwise. */
-static struct item *reserve(struct pipeline *pl, size_t len, size_t bound)
+/*
+ * Room for an item of @len bytes in @sh's queue, leaving @keep bytes free;
+ * NULL when there is none. The draining thread is the only writer.
+ */
+static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 {
-	size_t size = sizeof(struct item) + len;
-	size_t now = __atomic_load_n(&pl->queued, __ATOMIC_RELAXED);
-	struct item *it;
+	size_t tail = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
+	size_t pos = sh->head % sh->size, need = item_size(len), skip = 0;
+	size_t used = sh->head - tail;
 
-	/* one producer: the queues only shrink between this look and the add */
-	if (now + size > bound)
+	/*
+	 * Wrap when it does not fit before the end; and when the queue is
+	 * empty past its first quarter, go back to the start: the pages in use
+	 * are then those of the deepest backlog (or that quarter), not the
+	 * whole ring's. The bytes skipped count as used until the thread reads
+	 * past them, after it wakes: a quarter of the ring stays free for that.
+	 */
+	if (need > sh->size - pos || (!used && pos >= sh->size / 4 + keep + need))
+		skip = sh->size - pos;
+	if (used + skip + need + keep > sh->size)
 		return NULL;
-	it = malloc(size);
-	if (!it)
-		return NULL;
-	now = __atomic_add_fetch(&pl->queued, size, __ATOMIC_RELAXED);
-	if (now > pl->queued_peak)
-		pl->queued_peak = now;
-	it->next = NULL;
-	it->len = len;
-	return it;
+	if (skip) {
+		((struct item *)(sh->ring + pos))->kind = ITEM_WRAP;
+		sh->head += skip;	/* published with the item */
+		pos = 0;
+	}
+	return (struct item *)(sh->ring + pos);
 }
 
-static void push(struct shard *sh, struct item *it)
+/* Publish the item reserve() gave, and wake the thread if it sleeps. */
+static void publish(struct pipeline *pl, struct shard *sh, struct item *it)
 {
-	pthread_mutex_lock(&sh->lock);
-	if (sh->tail)
-		sh->tail->next = it;
-	else
-		sh->head = it;
-	sh->tail = it;
-	pthread_cond_signal(&sh->wake);
-	pthread_mutex_unlock(&sh->lock);
+	size_t used;
+
+	__atomic_store_n(&sh->head, sh->head + item_size(it->len), __ATOMIC_SEQ_CST);
+	used = sh->head - __atomic_load_n(&sh->tail, __ATOMIC_RELAXED);
+	if (used > pl->queued_peak)
+		pl->queued_peak = used;
+	if (__atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&sh->lock);
+		pthread_cond_signal(&sh->wake);
+		pthread_mutex_unlock(&sh->lock);
+	}
 }
 
 void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uint64_t *kstack,
@@ -242,33 +293,51 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 {
 	size_t kbytes = (size_t)h->kstack_depth * 8;
 	size_t len = sizeof(*h) + kbytes + h->ustack_len;
-	struct item *it = reserve(pl, len, pl->opts.queue_bytes);
+	struct shard *sh = owner(pl, h->pid);
+	struct item *it = reserve(sh, len, sh->event_room);
 
+	/* the sampling has stopped: nothing more can be lost by waiting */
+	while (!it && pl->wait_for_room && sh->started) {
+		usleep(100);
+		it = reserve(sh, len, sh->event_room);
+	}
 	if (!it) {
 		pl->dropped++;
 		return;
 	}
 	it->kind = ITEM_SAMPLE;
+	it->len = len;
 	memcpy(it->data, h, sizeof(*h));
 	memcpy(it->data + sizeof(*h), kstack, kbytes);
 	memcpy(it->data + sizeof(*h) + kbytes, ustack, h->ustack_len);
-	push(owner(pl, h->pid), it);
+	publish(pl, sh, it);
 }
 
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time)
 {
 	for (unsigned i = 0; i < pl->nshards; i++) {
-		struct item *it = reserve(pl, e->size, pl->event_bound);
+		struct shard *sh = &pl->shards[i];
+		struct item *it = reserve(sh, e->size, 0);
 
+		while (!it && pl->wait_for_room && sh->started) {
+			usleep(100);
+			it = reserve(sh, e->size, 0);
+		}
 		if (!it) {
 			pl->dropped_events++;
 			continue;
 		}
 		it->kind = ITEM_TASK_EVENT;
+		it->len = e->size;
 		it->time = time;
 		memcpy(it->data, e, e->size);
-		push(&pl->shards[i], it);
+		publish(pl, sh, it);
 	}
+}
+
+void pipeline__wait_for_room(struct pipeline *pl)
+{
+	pl->wait_for_room = true;
 }
 
 int pipeline__error(struct pipeline *pl)
@@ -289,7 +358,7 @@ static void join(struct pipeline *pl)
 		struct shard *sh = &pl->shards[i];
 
 		pthread_mutex_lock(&sh->lock);
-		sh->closing = true;
+		__atomic_store_n(&sh->closing, true, __ATOMIC_SEQ_CST);
 		pthread_cond_signal(&sh->wake);
 		pthread_mutex_unlock(&sh->lock);
 	}
@@ -344,10 +413,8 @@ void pipeline__free(struct pipeline *pl)
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 
-		for (struct item *it = sh->head, *next; it; it = next) {
-			next = it->next;
-			free(it);
-		}
+		if (sh->ring)
+			munmap(sh->ring, sh->size);
 		procs__free(sh->procs);
 		pthread_cond_destroy(&sh->wake);
 		pthread_mutex_destroy(&sh->lock);

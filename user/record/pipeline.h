@@ -14,15 +14,17 @@
 
 /* How many unwinding threads at most, whatever the CPUs. */
 #define PIPELINE_MAX_WORKERS 16
+/* A thread's queue is at least this big: room for a few of the largest samples. */
+#define PIPELINE_MIN_QUEUE (1u << 20)
 
 struct pipeline_opts {
 	unsigned workers;		/* unwinding threads, 1 to PIPELINE_MAX_WORKERS */
 	/*
-	 * Bytes of samples waiting for their thread, all threads together: past
-	 * it a sample is dropped and counted (lost, "the unwinders behind").
-	 * Task events get another queue_bytes / 8 above it before they are
-	 * dropped too: losing one misleads the process table, losing a sample
-	 * only loses the sample.
+	 * Bytes of samples and task events waiting for their thread, all
+	 * threads together, each thread's queue an equal share (allocated at
+	 * once, touched as used). Samples leave the last eighth of a queue to
+	 * task events: losing one misleads the process table, losing a sample
+	 * only loses the sample. Past the bound an item is dropped and counted.
 	 */
 	size_t queue_bytes;
 	enum sfu_arch arch;
@@ -86,6 +88,13 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 
 /** pipeline__task_event() - queue a copy of a task event for every thread. Never blocks. */
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time);
+
+/**
+ * pipeline__wait_for_room() - from now on, pipeline__sample() and
+ * pipeline__task_event() wait for room at the bound instead of dropping: for
+ * the backlog read after sampling stopped, when waiting loses nothing.
+ */
+void pipeline__wait_for_room(struct pipeline *pl);
 
 /**
  * pipeline__error() - @return the first error writing the profile in any
