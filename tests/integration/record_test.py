@@ -628,6 +628,33 @@ def case_errors(ctx):
     expect('CAP_BPF and CAP_PERFMON' in p.stderr, fails,
            f'record as nobody: no privilege message in {p.stderr!r}')
     expect(not os.path.exists(nobody_out), fails, 'record as nobody: an output file was left')
+
+    # CAP_BPF and CAP_PERFMON alone, a root-owned target: what cannot be read of it
+    # (its mapped files through /proc/PID/root, its namespaces) is said once, with why
+    spin = subprocess.Popen(['sh', '-c', 'while :; do :; done'])
+    try:
+        cmd = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+               '--inh-caps=+bpf,+perfmon', '--ambient-caps=+bpf,+perfmon',
+               'env', f'HOME={outdir}', ctx.sfprof, 'record', '-p', str(spin.pid), '-d', '1',
+               '-o', nobody_out]
+        log('$ ' + quote(cmd))
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           errors='replace', timeout=60)
+    finally:
+        spin.kill()
+        spin.wait()
+    if p.returncode != 0 and 'CAP_BPF' in p.stderr:
+        log('capabilities without root cannot load BPF on this kernel: that check is skipped')
+    else:
+        log(p.stderr.rstrip())
+        said = [l for l in p.stderr.splitlines() if l.startswith(f'sfprof: process {spin.pid} (')]
+        files = [l for l in said if 'mapped files cannot be opened' in l]
+        expect(p.returncode == 0, fails, f'record -p with capabilities: exit {p.returncode}')
+        expect(len(files) == 1 and 'Permission denied' in files[0] and
+               'frame pointers alone' in files[0], fails,
+               f'unopened files not said once with the reason: {said!r}')
+        expect(sum('/ns: Permission denied' in l for l in said) == 1, fails,
+               f'unreadable namespaces not said once with the reason: {said!r}')
     shutil.rmtree(outdir, ignore_errors=True)
 
     usage = [([], 'say what to record'), (['-F', '0', '-a'], '-F'),

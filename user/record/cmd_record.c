@@ -352,8 +352,8 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 {
 	struct record *r = ctx;
 
-	fprintf(stderr, "%ssfprof: process %u (%s): %s: its user stacks are walked by frame "
-		"pointers alone\n", r->tty ? "\r\033[K" : "", pid, comm[0] ? comm : "?", why);
+	fprintf(stderr, "%ssfprof: process %u (%s): %s\n", r->tty ? "\r\033[K" : "", pid,
+		comm[0] ? comm : "?", why);
 }
 
 /* Samples lost so far, every cause: the ring, the reader's late queue, the unwinders' queue. */

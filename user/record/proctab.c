@@ -2,6 +2,7 @@
 /* The process table of a recording: address spaces from /proc and task events, told to the file when needed. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ struct proc {
 	struct perf_rec_mmap2 **pending;	/* mappings not opened yet: until its first sample */
 	size_t npending, pending_cap;
 	bool exited;		/* kept a while: samples of its last moments come after the exit */
+	int ns_err;		/* its namespaces could not be read: said when it is told */
 	uint64_t exit_time;
 };
 
@@ -123,7 +125,7 @@ static struct proc *proc_new(struct proctab *t, uint32_t pid)
 	return pr;
 }
 
-/* The inode of a namespace link such as "pid:[4026531836]", 0 when unknown. */
+/* The inode of a namespace link such as "pid:[4026531836]", 0 when unknown (errno says why). */
 static uint64_t ns_inode(uint32_t pid, const char *ns)
 {
 	char path[64], link[64];
@@ -131,21 +133,33 @@ static uint64_t ns_inode(uint32_t pid, const char *ns)
 
 	snprintf(path, sizeof(path), "/proc/%u/ns/%s", pid, ns);
 	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
+	if (n <= 0) {
+		if (!n)
+			errno = EINVAL;
 		return 0;
+	}
 	link[n] = '\0';
 	return strchr(link, '[') ? strtoull(strchr(link, '[') + 1, NULL, 10) : 0;
 }
 
-/* The process's pid and mount namespaces, where they can be read; what was known stays otherwise. */
-static void read_namespaces(struct proctab_proc *p)
+/*
+ * The process's pid and mount namespaces, where they can be read; what was
+ * known stays otherwise. @return 0, or the errno of a link that could not
+ * be read while the process lives (said with the process when it is told).
+ */
+static int read_namespaces(struct proctab_proc *p)
 {
-	uint64_t pid_ns = ns_inode(p->pid, "pid"), mnt_ns = ns_inode(p->pid, "mnt");
+	uint64_t pid_ns = ns_inode(p->pid, "pid");
+	int err = pid_ns ? 0 : errno;
+	uint64_t mnt_ns = ns_inode(p->pid, "mnt");
 
+	if (!mnt_ns && !err)
+		err = errno;
 	if (pid_ns)
 		p->pid_ns = pid_ns;
 	if (mnt_ns)
 		p->mnt_ns = mnt_ns;
+	return err == ENOENT || err == ESRCH ? 0 : err;	/* gone: nothing to say */
 }
 
 /* PPid and the innermost NSpid from /proc/PID/status. */
@@ -206,7 +220,7 @@ int proctab__scan(struct proctab *t, pid_t pid)
 	}
 	pr->pub.exe = read_exe(pid);
 	read_status(&pr->pub);
-	read_namespaces(&pr->pub);
+	pr->ns_err = read_namespaces(&pr->pub);
 	if (!pr->pub.comm[0] && kill(pid, 0) && errno == ESRCH) {
 		forget(t, pr);
 		return -ESRCH;
@@ -292,6 +306,41 @@ static void apply_mmap2(struct proctab *t, struct proc *pr, const struct perf_re
 	sfu_module__put(m);
 }
 
+/*
+ * Say once per image that mapped files could not be opened, and why (as the
+ * process's root gives them: /proc/PID/root needs the right to trace it).
+ */
+static void warn_unopened(struct proctab *t, struct proc *pr)
+{
+	const struct sfu_mapping *maps, *first = NULL;
+	size_t n, files = 0, unopened = 0;
+	char path[4200], why[600];
+	int fd;
+
+	maps = sfu_addrspace__mappings(pr->pub.as, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (!maps[i].path || maps[i].path[0] != '/')
+			continue;
+		files++;
+		if (!maps[i].module && !unopened++)
+			first = &maps[i];
+	}
+	if (!unopened || !t->ops.warn)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/root%s", pr->pub.pid, first->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		close(fd);	/* opened, but no ELF file we can use: not a matter of rights */
+		return;
+	}
+	if (errno == ENOENT || errno == ESRCH)
+		return;		/* gone, or a deleted file: nothing the user can change */
+	snprintf(why, sizeof(why), "%zu of its %zu mapped files cannot be opened (%.300s: %s): "
+		 "their frames are walked by frame pointers alone", unopened, files, path,
+		 strerror(errno));
+	t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
+}
+
 /* Tell the file of a process image: its mappings first made current. */
 static void emit_process(struct proctab *t, struct proc *pr)
 {
@@ -303,14 +352,27 @@ static void emit_process(struct proctab *t, struct proc *pr)
 
 		/* said once: the image is told once */
 		if (sfu_addrspace__load_pid(pr->pub.as, pr->pub.pid, &diag) && diag.err != -ESRCH &&
-		    t->ops.warn)
-			t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm,
-				    diag.reason[0] ? diag.reason : strerror(-diag.err));
+		    t->ops.warn) {
+			char why[400];
+
+			snprintf(why, sizeof(why), "%s: its user stacks are walked by frame pointers alone",
+				 diag.reason[0] ? diag.reason : strerror(-diag.err));
+			t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
+		}
+	}
+	if (pr->ns_err && t->ops.warn) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "/proc/%u/ns: %s: recorded without its %s namespaces",
+			 pr->pub.pid, strerror(pr->ns_err), pr->pub.pid_ns ? "mount" : "pid and mount");
+		t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
+		pr->ns_err = 0;
 	}
 	pr->maps_pending = false;
 	for (size_t i = 0; i < pr->npending; i++)
 		apply_mmap2(t, pr, pr->pending[i]);
 	drop_pending(pr);
+	warn_unopened(t, pr);
 	if (t->ops.process)
 		t->ops.process(t->ctx, &pr->pub);
 	maps = sfu_addrspace__mappings(pr->pub.as, &n);
@@ -425,7 +487,7 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		pr->pub.exe = read_exe(pr->pub.pid);
 		/* an exec often follows an unshare: its namespaces now, while it lives */
 		read_status(&pr->pub);
-		read_namespaces(&pr->pub);
+		pr->ns_err = read_namespaces(&pr->pub);
 	} else if (pr && pr->emitted && t->ops.comm) {
 		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
 	}
@@ -461,7 +523,7 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	child->pub.ns_pid = child->pub.pid;
 	/* its pid and namespaces (clone may have made new ones), while it lives */
 	read_status(&child->pub);
-	read_namespaces(&child->pub);
+	child->ns_err = read_namespaces(&child->pub);
 	if (parent->maps_pending || parent->npending) {
 		/*
 		 * The parent's files were never opened here (not sampled, or

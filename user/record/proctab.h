@@ -67,7 +67,7 @@ struct proctab_ops {
 	void (*exit)(void *ctx, uint64_t time, uint32_t pid);
 	/* a thread's image ended (exec, exit): what is kept of it must go */
 	void (*thread_gone)(void *ctx, uint32_t tid);
-	/* what cannot be known of a process (its mappings), once per image */
+	/* what cannot be known of a process (its mappings, its namespaces), once per image, as a sentence that says the consequence */
 	void (*warn)(void *ctx, uint32_t pid, const char *comm, const char *why);
 };
 
