@@ -40,6 +40,7 @@ struct shard {
 	size_t size;		/* of ring, a multiple of ITEM_ALIGN */
 	size_t head, tail;	/* bytes ever written and read (atomic: one writer each) */
 	size_t event_room;	/* samples leave this much for task events */
+	size_t wrap_at;		/* go back to the start once the reader is this far in */
 	pthread_mutex_t lock;	/* for sleeping and waking only */
 	pthread_cond_t wake;
 	bool sleeping;		/* the thread waits for wake (atomic) */
@@ -112,7 +113,9 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 		sh->size = opts->queue_bytes / opts->workers & ~(size_t)(ITEM_ALIGN - 1);
 		if (sh->size < PIPELINE_MIN_QUEUE)
 			sh->size = PIPELINE_MIN_QUEUE;
-		sh->event_room = sh->size / 8;
+		sh->event_room = sh->size / 8 < (1u << 20) ? sh->size / 8 : 1u << 20;
+		/* room for a stall of the thread right after a wrap: a file opened, a table made */
+		sh->wrap_at = sh->size / 4;
 		sh->ring = mmap(NULL, sh->size, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (sh->ring == MAP_FAILED) {
@@ -243,6 +246,11 @@ int pipeline__start(struct pipeline *pl)
 	return 0;
 }
 
+static size_t pl_peak(const struct shard *sh)
+{
+	return sh->pl->queued_peak;
+}
+
 /*
  * Room for an item of @len bytes in @sh's queue, leaving @keep bytes free;
  * NULL when there is none. The draining thread is the only writer.
@@ -254,16 +262,19 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 	size_t used = sh->head - tail;
 
 	/*
-	 * Wrap when it does not fit before the end; and when the queue is
-	 * empty past its first quarter, go back to the start: the pages in use
-	 * are then those of the deepest backlog (or that quarter), not the
-	 * whole ring's. The bytes skipped count as used until the thread reads
-	 * past them, after it wakes: a quarter of the ring stays free for that.
+	 * Wrap when it does not fit before the end; and go back to the start
+	 * early when the reader is far enough from it (in this lap, past
+	 * wrap_at): the pages in use are then about those of the deepest
+	 * backlog, not the whole ring's. The bytes skipped count as used until
+	 * the reader passes them, so what is free after a wrap is what lies
+	 * before the reader: wrap_at keeps that much room.
 	 */
-	if (need > sh->size - pos || (!used && pos >= sh->size / 4 + keep + need))
+	if (need > sh->size - pos || (used <= pos && pos - used >= sh->wrap_at + keep + need))
 		skip = sh->size - pos;
 	if (used + skip + need + keep > sh->size)
 		return NULL;
+	if (used + need > pl_peak(sh))
+		sh->pl->queued_peak = used + need;	/* items, not the bytes a wrap skips */
 	if (skip) {
 		((struct item *)(sh->ring + pos))->kind = ITEM_WRAP;
 		sh->head += skip;	/* published with the item */
@@ -275,12 +286,8 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 /* Publish the item reserve() gave, and wake the thread if it sleeps. */
 static void publish(struct pipeline *pl, struct shard *sh, struct item *it)
 {
-	size_t used;
-
+	(void)pl;
 	__atomic_store_n(&sh->head, sh->head + item_size(it->len), __ATOMIC_SEQ_CST);
-	used = sh->head - __atomic_load_n(&sh->tail, __ATOMIC_RELAXED);
-	if (used > pl->queued_peak)
-		pl->queued_peak = used;
 	if (__atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_lock(&sh->lock);
 		pthread_cond_signal(&sh->wake);

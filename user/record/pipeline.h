@@ -22,8 +22,8 @@ struct pipeline_opts {
 	/*
 	 * Bytes of samples and task events waiting for their thread, all
 	 * threads together, each thread's queue an equal share (allocated at
-	 * once, touched as used). Samples leave the last eighth of a queue to
-	 * task events: losing one misleads the process table, losing a sample
+	 * once, touched as used). Samples leave the last eighth of a queue (at
+	 * most 1 MiB) to task events: losing one misleads the process table, losing a sample
 	 * only loses the sample. Past the bound an item is dropped and counted.
 	 */
 	size_t queue_bytes;
