@@ -2,6 +2,7 @@
 /* Module and cache tests on crafted ELF files, on this test binary and on corrupted copies of it. */
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1353,6 +1354,307 @@ static void test_cache(void **state)
 	free(a), free(hard), free(sym), free(copy), free(other), free(bad), free(missing);
 }
 
+/* ---- the cache shared by threads, and modules without symbols ---- */
+
+/* Up to @max files this process maps executable, from /proc/self/maps, each once. @return how many. */
+static size_t mapped_files(char **paths, size_t max)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4608];
+	size_t n = 0;
+
+	assert_non_null(f);
+	while (n < max && fgets(line, sizeof(line), f)) {
+		char perms[8], *path = strchr(line, '/');
+		bool seen = false;
+		struct stat st;
+
+		if (sscanf(line, "%*x-%*x %7s", perms) != 1 || !strchr(perms, 'x') || !path)
+			continue;
+		path[strcspn(path, "\n")] = '\0';
+		/* a deleted file or a memfd is no path to open */
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = !strcmp(paths[i], path);
+		if (!seen) {
+			paths[n] = strdup(path);
+			assert_non_null(paths[n++]);
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+#define CACHE_THREADS 8
+#define CACHE_FILES 48
+
+struct cache_race {
+	struct sfu_cache *cache;
+	char *paths[CACHE_FILES];
+	size_t npaths;
+	pthread_barrier_t start;
+	bool rotate;	/* each thread starts at another file; else all at the first */
+};
+
+struct cache_racer {
+	struct cache_race *race;
+	size_t index;
+	struct sfu_module *got[CACHE_FILES];
+};
+
+static void *cache_racer(void *arg)
+{
+	struct cache_racer *t = arg;
+	struct cache_race *race = t->race;
+
+	pthread_barrier_wait(&race->start);
+	for (size_t k = 0; k < race->npaths; k++) {
+		size_t i = (k + (race->rotate ? t->index : 0)) % race->npaths;
+
+		t->got[i] = sfu_cache__open(race->cache, race->paths[i], NULL, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * Which paths are one module: one file under several names, or files with
+ * one build ID. @group[i] is the first path of path i's module; @return the
+ * number of modules. Read without a cache, from stat() and the files.
+ */
+static size_t module_groups(char *const *paths, size_t n, size_t *group)
+{
+	struct sfu_build_id ids[CACHE_FILES];
+	struct stat st[CACHE_FILES];
+	size_t groups = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sfu_diag diag = { 0 };
+		struct sfu_module *m = sfu_module__open(paths[i], &diag);
+
+		if (!m)
+			fail_msg("%s: %s", paths[i], diag.reason);
+		ids[i] = *sfu_module__build_id(m);
+		sfu_module__put(m);
+		assert_int_equal(stat(paths[i], &st[i]), 0);
+		group[i] = i;
+		for (size_t j = 0; j < i && group[i] == i; j++) {
+			bool same_file = st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino;
+			bool same_id = ids[i].len && ids[i].len == ids[j].len &&
+				       !memcmp(ids[i].bytes, ids[j].bytes, ids[i].len);
+
+			if (same_file || same_id)
+				group[i] = group[j];
+		}
+		groups += group[i] == i;
+	}
+	return groups;
+}
+
+/*
+ * Threads opening the same files through one cache at once: files are read
+ * without its lock, and whoever opens a file second gets the first's module.
+ * Every thread gets one module per file (per build ID), and the cache holds
+ * one per distinct file. Files without a build ID are there because the
+ * build ID cannot merge their duplicates after the fact.
+ */
+static void test_cache_threads(void **state)
+{
+	const char *dir = *state;
+	struct cache_race race = { 0 };
+	struct cache_racer racers[CACHE_THREADS];
+	size_t group[CACHE_FILES], groups;
+	pthread_t threads[CACHE_THREADS];
+	struct fixture f;
+	uint8_t *image;
+	size_t len;
+
+	/* this program under two names and as a copy; what it maps; crafted files */
+	race.paths[race.npaths++] = strdup("/proc/self/exe");
+	race.paths[race.npaths++] = path_join_or_fail(dir, "exe-copy");
+	copy_file("/proc/self/exe", race.paths[race.npaths - 1]);
+	race.npaths += mapped_files(race.paths + race.npaths, CACHE_FILES - 8 - race.npaths);
+	fixture_init(&f);
+	image = build_elf(&f.spec, &len);
+	race.paths[race.npaths++] = path_join_or_fail(dir, "crafted.so");
+	write_file_or_fail(race.paths[race.npaths - 1], image, len);
+	free(image);
+	no_notes(&f);
+	image = build_elf(&f.spec, &len);
+	for (int i = 0; i < 4; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "no-build-id-%d.so", i);
+		race.paths[race.npaths++] = path_join_or_fail(dir, name);
+		write_file_or_fail(race.paths[race.npaths - 1], image, len);
+	}
+	free(image);
+	fixture_fini(&f);
+	for (size_t i = 0; i < race.npaths; i++)
+		assert_non_null(race.paths[i]);
+	groups = module_groups(race.paths, race.npaths, group);
+	/* the executable's names and copy are one module; the crafted files are 5 */
+	assert_true(race.npaths >= 9);
+	assert_true(groups >= 6 && groups < race.npaths);
+
+	for (int round = 0; round < 40; round++) {
+		race.cache = sfu_cache__new();
+		assert_non_null(race.cache);
+		race.rotate = round % 2;
+		assert_int_equal(pthread_barrier_init(&race.start, NULL, CACHE_THREADS), 0);
+		for (size_t t = 0; t < CACHE_THREADS; t++) {
+			racers[t] = (struct cache_racer){ .race = &race, .index = t };
+			assert_int_equal(pthread_create(&threads[t], NULL, cache_racer, &racers[t]), 0);
+		}
+		for (size_t t = 0; t < CACHE_THREADS; t++)
+			assert_int_equal(pthread_join(threads[t], NULL), 0);
+		pthread_barrier_destroy(&race.start);
+
+		for (size_t i = 0; i < race.npaths; i++) {
+			const struct sfu_module *want = racers[0].got[group[i]];
+
+			if (!racers[0].got[i])
+				fail_msg("round %d: %s did not open", round, race.paths[i]);
+			for (size_t t = 0; t < CACHE_THREADS; t++)
+				if (racers[t].got[i] != want)
+					fail_msg("round %d: thread %zu got module %p for %s, thread 0 "
+						 "%p for %s", round, t, (void *)racers[t].got[i],
+						 race.paths[i], (const void *)want,
+						 race.paths[group[i]]);
+			for (size_t j = 0; j < i; j++)
+				if (group[j] != group[i] && racers[0].got[j] == want)
+					fail_msg("round %d: %s and %s share a module", round,
+						 race.paths[i], race.paths[j]);
+		}
+		if (sfu_cache__count(race.cache) != groups)
+			fail_msg("round %d: %zu modules cached, %zu files", round,
+				 sfu_cache__count(race.cache), groups);
+		for (size_t t = 0; t < CACHE_THREADS; t++)
+			for (size_t i = 0; i < race.npaths; i++)
+				sfu_module__put(racers[t].got[i]);
+		/* the cache's own references are all that is left */
+		assert_int_equal(sfu_cache__trim(race.cache), groups);
+		sfu_cache__free(race.cache);
+	}
+	for (size_t i = 0; i < race.npaths; i++)
+		free(race.paths[i]);
+}
+
+/* The path of the first file this process maps whose name contains @part, malloc()ed; NULL when none. */
+static char *mapped_file(const char *part)
+{
+	char *paths[CACHE_FILES], *found = NULL;
+	size_t n = mapped_files(paths, CACHE_FILES);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!found && strstr(paths[i], part))
+			found = paths[i];
+		else
+			free(paths[i]);
+	}
+	return found;
+}
+
+/*
+ * SFU_MODULE_OPEN_NO_SYMBOLS, by sfu_module__open_flags() and by the cache:
+ * the module is the same for unwinding (build ID, segments, tables) and
+ * names no function, where the same file opened with symbols does.
+ */
+static void test_open_no_symbols(void **state)
+{
+	const char *dir = *state;
+	char *crafted = path_join_or_fail(dir, "sframe.so"), *libc = mapped_file("/libc.so");
+	const struct {
+		const char *name, *path, *symbol;
+		bool exact;	/* symbolize() names the symbol itself, not an alias */
+	} cases[] = {
+		{ "this test", "/proc/self/exe", "sfu_test_known_function", true },
+		{ "crafted, with .sframe", crafted, "outer", true },
+		{ "libc", libc, "malloc", false },
+	};
+	struct fixture f;
+	uint8_t *image;
+	size_t len;
+
+	fixture_init(&f);
+	sframe_by_name(&f);
+	image = build_elf(&f.spec, &len);
+	write_file_or_fail(crafted, image, len);
+	free(image);
+	fixture_fini(&f);
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sfu_diag diag = { 0 };
+		struct sfu_module *with, *without, *cached;
+		struct sfu_cache *cache;
+		const struct sfu_segment *sw, *so;
+		const char *name = NULL;
+		uint64_t vaddr = 0, offset = 0;
+		size_t nw, no;
+
+		if (!cases[i].path) {
+			print_message("%s: not mapped, skipped\n", cases[i].name);
+			continue;
+		}
+		with = sfu_module__open_flags(cases[i].path, 0, &diag);
+		if (!with)
+			fail_msg("%s: %s", cases[i].path, diag.reason);
+		without = sfu_module__open_flags(cases[i].path, SFU_MODULE_OPEN_NO_SYMBOLS, &diag);
+		if (!without)
+			fail_msg("%s without symbols: %s", cases[i].path, diag.reason);
+
+		/* what unwinding needs is all there */
+		assert_bytes_equal(sfu_module__build_id(without)->bytes,
+				   sfu_module__build_id(without)->len,
+				   sfu_module__build_id(with)->bytes, sfu_module__build_id(with)->len);
+		sw = sfu_module__segments(with, &nw);
+		so = sfu_module__segments(without, &no);
+		assert_bytes_equal(so, no * sizeof(*so), sw, nw * sizeof(*sw));
+		assert_int_equal(sfu_module__sframe_origin(without), sfu_module__sframe_origin(with));
+		assert_int_equal(!sfu_module__sframe(without), !sfu_module__sframe(with));
+		assert_int_equal(!sfu_module__eh_frame_table(without),
+				 !sfu_module__eh_frame_table(with));
+		assert_true(sfu_module__sframe(without) || sfu_module__eh_frame_table(without));
+
+		/* named with symbols, not without */
+		assert_int_equal(sfu_module__symbol_addr(with, cases[i].symbol, &vaddr), 0);
+		assert_int_equal(sfu_module__symbolize(with, vaddr, &name, &offset), 0);
+		if (cases[i].exact)
+			assert_string_equal(name, cases[i].symbol);
+		assert_int_equal(offset, 0);
+		assert_int_equal(sfu_module__symbolize(without, vaddr, &name, &offset), -ENOENT);
+		assert_int_equal(sfu_module__symbol_addr(without, cases[i].symbol, &offset),
+				 -ENOENT);
+
+		/* a cache opens what it opens from then on with its flags */
+		cache = sfu_cache__new();
+		assert_non_null(cache);
+		sfu_cache__set_flags(cache, SFU_MODULE_OPEN_NO_SYMBOLS);
+		cached = sfu_cache__open(cache, cases[i].path, NULL, &diag);
+		assert_non_null(cached);
+		assert_int_equal(sfu_module__symbolize(cached, vaddr, &name, &offset), -ENOENT);
+		sfu_module__put(cached);
+		/* cached already: as it was opened */
+		sfu_cache__set_flags(cache, 0);
+		cached = sfu_cache__open(cache, cases[i].path, NULL, &diag);
+		assert_non_null(cached);
+		assert_int_equal(sfu_module__symbolize(cached, vaddr, &name, &offset), -ENOENT);
+		sfu_module__put(cached);
+		/* opened again once released: with symbols now */
+		assert_int_equal(sfu_cache__trim(cache), 1);
+		cached = sfu_cache__open(cache, cases[i].path, NULL, &diag);
+		assert_non_null(cached);
+		assert_int_equal(sfu_module__symbolize(cached, vaddr, &name, &offset), 0);
+		sfu_module__put(cached);
+		sfu_cache__free(cache);
+
+		sfu_module__put(with);
+		sfu_module__put(without);
+	}
+	free(crafted);
+	free(libc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1370,6 +1672,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_self_truncated, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_self_bit_flips, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_cache, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_cache_threads, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_open_no_symbols, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

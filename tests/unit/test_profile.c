@@ -2698,6 +2698,169 @@ static void test_full_tmpfs(void **state)
 	free(path);
 }
 
+/* ---- the bound on the writer's stack index ---- */
+
+#define BOUND_USTACKS 100
+#define BOUND_KSTACKS 7
+
+struct bound_stacks {
+	uint8_t *cbf[BOUND_USTACKS + BOUND_KSTACKS];	/* user stacks, then kernel stacks */
+	size_t len[BOUND_USTACKS + BOUND_KSTACKS];
+	size_t key_bytes;	/* of them all in the index: a space byte and the CBF */
+};
+
+/* Distinct stacks of 1 to 8 frames. */
+static void bound_stacks_init(struct bound_stacks *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < ARRAY_SIZE(s->cbf); i++) {
+		bool kernel = i >= BOUND_USTACKS;
+		size_t depth = 1 + i % 8;
+		uint64_t addrs[8];
+		struct sfu_cbf_enc enc;
+
+		for (size_t j = 0; j < depth; j++)
+			addrs[j] = (kernel ? 0xffffffff81000000ull : 0x55d0c0de0000ull) + i * 0x100 +
+				   j * 0x10;
+		s->cbf[i] = malloc(SFU_CBF_BOUND(depth));
+		assert_non_null(s->cbf[i]);
+		assert_int_equal(sfu_cbf_enc__init(&enc, 64, s->cbf[i], SFU_CBF_BOUND(depth)), 0);
+		assert_int_equal(sfu_cbf_encode_stack(&enc, addrs, depth, 0, false), 0);
+		s->len[i] = sfu_cbf_enc__len(&enc);
+		s->key_bytes += s->len[i] + 1;
+	}
+}
+
+static void bound_stacks_free(struct bound_stacks *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(s->cbf); i++)
+		free(s->cbf[i]);
+}
+
+/*
+ * profile_writer__set_stack_bound(): past the bound the index starts again,
+ * and a stack seen before is written again under a new id, ids counting on.
+ * Whatever the bound, every sample reads back with its stacks' bytes, every
+ * id in the file names one stack, and the trailer counts the stack records.
+ */
+static void test_stack_bound(void **state)
+{
+	enum { NONE, ALL, ALL_BUT_ONE, SMALL, TINY };
+	static const struct {
+		const char *name;
+		int bound;
+		size_t cycles;
+		bool resets;	/* the index must start again */
+	} cases[] = {
+		{ "no bound", NONE, 10, false },
+		{ "a bound that holds every stack", ALL, 10, false },
+		{ "a bound one byte short of every stack", ALL_BUT_ONE, 10, true },
+		{ "a bound of a few stacks", SMALL, 10, true },
+		{ "a bound below one stack", TINY, 3, true },
+	};
+	struct bound_stacks s;
+
+	bound_stacks_init(&s);
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const size_t bounds[] = { [NONE] = 0, [ALL] = s.key_bytes,
+					  [ALL_BUT_ONE] = s.key_bytes - 1, [SMALL] = 512, [TINY] = 4 };
+		char *path = path_join_or_fail(*state, "bound.data");
+		struct profile_diag diag = { "" };
+		struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+		uint32_t first_id = 0, last_id = 0, ids_of[ARRAY_SIZE(s.cbf)] = { 0 };
+		size_t stack_records = 0, samples = 0, nsamples = cases[c].cycles * BOUND_USTACKS;
+		struct profile_record rec;
+		struct profile_reader *r;
+		struct layout l;
+		uint64_t resets;
+		uint8_t *data;
+		size_t len;
+		int ret;
+
+		print_message("%s\n", cases[c].name);
+		assert_non_null(w);
+		profile_writer__set_stack_bound(w, bounds[cases[c].bound]);
+		/* an id given before any reset stays good for a sample that names it */
+		assert_int_equal(profile_writer__stack(w, PROFILE_USER, s.cbf[0], s.len[0], &first_id),
+				 0);
+		for (size_t i = 0; i < nsamples; i++) {
+			size_t u = i % BOUND_USTACKS, k = BOUND_USTACKS + i % BOUND_KSTACKS;
+			struct profile_sample smp = {
+				.time_ns = 1000 + i, .pid = 1, .tid = 1, .weight = 1,
+				.ustack = s.cbf[u], .ustack_len = s.len[u],
+				.kstack = s.cbf[k], .kstack_len = s.len[k],
+			};
+
+			assert_int_equal(profile_writer__sample(w, &smp), 0);
+		}
+		assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+			.time_ns = 1000 + nsamples, .pid = 1, .tid = 1, .weight = 1,
+			.ustack_id = first_id }), 0);
+		resets = profile_writer__stack_resets(w);
+		if (cases[c].resets != (resets > 0))
+			fail_msg("%s: %llu resets", cases[c].name, (unsigned long long)resets);
+		assert_int_equal(profile_writer__close(w, false, &diag), 0);
+
+		r = profile_reader__open(path, &diag);
+		assert_non_null(r);
+		while ((ret = profile_reader__next(r, &rec)) > 0) {
+			size_t i, u, k;
+
+			if (rec.type == PROFILE_REC_STACK) {
+				/* ids count on from 1: each names one stack */
+				assert_int_equal(rec.stack.id, last_id + 1);
+				last_id = rec.stack.id;
+				stack_records++;
+				continue;
+			}
+			if (rec.type != PROFILE_REC_SAMPLE)
+				continue;
+			i = rec.sample.time_ns - 1000;
+			assert_int_equal(i, samples++);
+			if (i == nsamples) {
+				assert_int_equal(rec.sample.ustack_id, first_id);
+				assert_bytes_equal(rec.sample.ustack, rec.sample.ustack_len, s.cbf[0],
+						   s.len[0]);
+				continue;
+			}
+			u = i % BOUND_USTACKS;
+			k = BOUND_USTACKS + i % BOUND_KSTACKS;
+			assert_bytes_equal(rec.sample.ustack, rec.sample.ustack_len, s.cbf[u],
+					   s.len[u]);
+			assert_bytes_equal(rec.sample.kstack, rec.sample.kstack_len, s.cbf[k],
+					   s.len[k]);
+			/* a stack written again has a new id, never an older one */
+			assert_true(rec.sample.ustack_id >= ids_of[u]);
+			assert_true(rec.sample.kstack_id >= ids_of[k]);
+			ids_of[u] = rec.sample.ustack_id;
+			ids_of[k] = rec.sample.kstack_id;
+		}
+		assert_int_equal(ret, 0);
+		assert_int_equal(samples, nsamples + 1);
+		assert_int_equal(profile_reader__status(r)->unknown_stacks, 0);
+		profile_reader__free(r);
+
+		data = read_file_or_fail(path, &len);
+		parse_layout(data, len, &l);
+		print_message("  %llu resets, %zu stack records\n", (unsigned long long)resets,
+			      stack_records);
+		assert_int_equal(le32(l.trailer + 52), stack_records);
+		if (!cases[c].resets) {
+			/* each stack once */
+			assert_int_equal(stack_records, ARRAY_SIZE(s.cbf));
+		} else {
+			/* written again after a reset, at most once each per reset */
+			assert_true(stack_records > ARRAY_SIZE(s.cbf));
+			assert_true(stack_records <= ARRAY_SIZE(s.cbf) * (resets + 1));
+		}
+		free(l.blocks);
+		free(data);
+		unlink(path);
+		free(path);
+	}
+	bound_stacks_free(&s);
+}
+
 /*
  * A module without a build ID (the vDSO, a stripped or anonymous mapping) and
  * without a path, given as NULL pointers. Last in the list: the sanitizer
@@ -2762,6 +2925,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crafted_header, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_full_disk, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_full_tmpfs, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_stack_bound, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_module_without_build_id, setup_dir,
 						teardown_dir),
 	};

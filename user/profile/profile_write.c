@@ -505,16 +505,17 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 	/* room for a new one's space first: an id is never given without it */
 	if (VEC_RESERVE(w->stack_space, w->stack_space_cap, (size_t)w->stack_count + 1, 1024))
 		return -ENOMEM;
+	if (!hmap__find(w->stacks, w->scratch.p, len + 1, &v)) {
+		*id = (uint32_t)*v;
+		return 0;
+	}
+	/* only a new stack can pass the bound: stacks that fit it are never written twice */
 	if (w->stack_bound && w->stack_key_bytes + len + 1 > w->stack_bound &&
 	    (err = forget_stacks(w)))
 		return err;
 	err = hmap__entry(w->stacks, w->scratch.p, len + 1, &v, NULL);
 	if (err)
 		return err;
-	if (*v) {
-		*id = (uint32_t)*v;
-		return 0;
-	}
 	if (w->stack_count == UINT32_MAX) {
 		hmap__delete(w->stacks, w->scratch.p, len + 1, NULL);
 		return -E2BIG;
