@@ -151,22 +151,37 @@ static struct shard *owner(struct pipeline *pl, uint32_t pid)
 	return &pl->shards[pid % pl->nshards];
 }
 
+/*
+ * Every thread learns every running process, not only those it owns: a fork
+ * is handled by the child's thread, which then copies what it knows of the
+ * parent. A child whose parent it did not know would be read from /proc when
+ * its fork is handled, which may be after its exec: its first image would
+ * take the name of the next.
+ */
 int pipeline__scan(struct pipeline *pl, pid_t pid)
 {
-	return procs__scan(owner(pl, pid)->procs, pid);
+	int err = 0;
+
+	for (unsigned i = 0; i < pl->nshards; i++) {
+		int e = procs__scan(pl->shards[i].procs, pid);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
 }
 
 int pipeline__scan_all(struct pipeline *pl)
 {
 	int n = 0;
 
-	/* each thread learns the processes it owns; the others come by events */
 	for (unsigned i = 0; i < pl->nshards; i++) {
-		int err = procs__scan_owned(pl->shards[i].procs, i, pl->nshards);
+		int got = procs__scan_all(pl->shards[i].procs);
 
-		if (err < 0)
-			return err;
-		n += err;
+		if (got < 0)
+			return got;
+		if (!i)
+			n = got;
 	}
 	return n;
 }
@@ -277,7 +292,8 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 		sh->pl->queued_peak = used + need;	/* items, not the bytes a wrap skips */
 	if (skip) {
 		((struct item *)(sh->ring + pos))->kind = ITEM_WRAP;
-		sh->head += skip;	/* published with the item */
+		/* the reader may see this head before the item's: the marker must be seen first */
+		__atomic_store_n(&sh->head, sh->head + skip, __ATOMIC_RELEASE);
 		pos = 0;
 	}
 	return (struct item *)(sh->ring + pos);

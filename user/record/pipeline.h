@@ -55,8 +55,9 @@ struct pipeline;
  *
  * Samples go to the thread of their process (pid % workers), so that one
  * process's samples and task events are handled in their order; task events
- * go to every thread, which keeps what it needs of processes it does not
- * own (a fork's parent) without opening their files. Files are opened
+ * go to every thread, and every thread learns every running process, so
+ * that each knows what it needs of processes it does not own (a fork's
+ * parent) without opening their files. Files are opened
  * through one module cache that all threads share.
  *
  * @return the pipeline, or NULL with errno set.

@@ -213,11 +213,6 @@ int procs__scan_all(struct procs *p)
 	return proctab__scan_all(p->tab);
 }
 
-int procs__scan_owned(struct procs *p, unsigned index, unsigned count)
-{
-	return proctab__scan_owned(p->tab, index, count);
-}
-
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
 	proctab__task_event(p->tab, e, time);

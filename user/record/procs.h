@@ -78,9 +78,6 @@ int procs__scan(struct procs *p, pid_t pid);
 /** procs__scan_all() - procs__scan() every process in /proc. @return their number. */
 int procs__scan_all(struct procs *p);
 
-/** procs__scan_owned() - those whose pid % @count is @index. @return their number, or -errno. */
-int procs__scan_owned(struct procs *p, unsigned index, unsigned count);
-
 /** procs__task_event() - apply an mmap, comm (exec), fork or exit record. */
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time);
 

@@ -232,11 +232,6 @@ int proctab__scan(struct proctab *t, pid_t pid)
 
 int proctab__scan_all(struct proctab *t)
 {
-	return proctab__scan_owned(t, 0, 1);
-}
-
-int proctab__scan_owned(struct proctab *t, unsigned index, unsigned count)
-{
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	int n = 0;
@@ -247,7 +242,7 @@ int proctab__scan_owned(struct proctab *t, unsigned index, unsigned count)
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 
-		if (*end || !pid || pid % count != index)
+		if (*end || !pid)
 			continue;
 		if (!proctab__scan(t, pid))
 			n++;

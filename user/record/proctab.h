@@ -95,9 +95,6 @@ int proctab__scan(struct proctab *t, pid_t pid);
 /** proctab__scan_all() - proctab__scan() every process in /proc. @return their number, or -errno. */
 int proctab__scan_all(struct proctab *t);
 
-/** proctab__scan_owned() - proctab__scan() the processes whose pid % @count is @index. @return as scan_all. */
-int proctab__scan_owned(struct proctab *t, unsigned index, unsigned count);
-
 /** proctab__task_event() - apply an mmap2, comm (exec), fork or exit record at @time. */
 void proctab__task_event(struct proctab *t, const struct perf_event_header *e, uint64_t time);
 
