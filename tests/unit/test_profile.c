@@ -2707,6 +2707,7 @@ struct bound_stacks {
 	uint8_t *cbf[BOUND_USTACKS + BOUND_KSTACKS];	/* user stacks, then kernel stacks */
 	size_t len[BOUND_USTACKS + BOUND_KSTACKS];
 	size_t key_bytes;	/* of them all in the index: a space byte and the CBF */
+	size_t max_key;		/* of the largest */
 };
 
 /* Distinct stacks of 1 to 8 frames. */
@@ -2728,6 +2729,8 @@ static void bound_stacks_init(struct bound_stacks *s)
 		assert_int_equal(sfu_cbf_encode_stack(&enc, addrs, depth, 0, false), 0);
 		s->len[i] = sfu_cbf_enc__len(&enc);
 		s->key_bytes += s->len[i] + 1;
+		if (s->len[i] + 1 > s->max_key)
+			s->max_key = s->len[i] + 1;
 	}
 }
 
@@ -2769,6 +2772,7 @@ static void test_stack_bound(void **state)
 		struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
 		uint32_t first_id = 0, last_id = 0, ids_of[ARRAY_SIZE(s.cbf)] = { 0 };
 		size_t stack_records = 0, samples = 0, nsamples = cases[c].cycles * BOUND_USTACKS;
+		size_t bound = bounds[cases[c].bound], written = 0;
 		struct profile_record rec;
 		struct profile_reader *r;
 		struct layout l;
@@ -2779,7 +2783,7 @@ static void test_stack_bound(void **state)
 
 		print_message("%s\n", cases[c].name);
 		assert_non_null(w);
-		profile_writer__set_stack_bound(w, bounds[cases[c].bound]);
+		profile_writer__set_stack_bound(w, bound);
 		/* an id given before any reset stays good for a sample that names it */
 		assert_int_equal(profile_writer__stack(w, PROFILE_USER, s.cbf[0], s.len[0], &first_id),
 				 0);
@@ -2811,6 +2815,7 @@ static void test_stack_bound(void **state)
 				assert_int_equal(rec.stack.id, last_id + 1);
 				last_id = rec.stack.id;
 				stack_records++;
+				written += rec.stack.len + 1;
 				continue;
 			}
 			if (rec.type != PROFILE_REC_SAMPLE)
@@ -2852,6 +2857,14 @@ static void test_stack_bound(void **state)
 			/* written again after a reset, at most once each per reset */
 			assert_true(stack_records > ARRAY_SIZE(s.cbf));
 			assert_true(stack_records <= ARRAY_SIZE(s.cbf) * (resets + 1));
+			/*
+			 * Between two resets the index holds what was written:
+			 * at most the bound (or one stack larger than it), and
+			 * more than the bound less one stack before it starts again.
+			 */
+			assert_true(written <= (resets + 1) * (bound > s.max_key ? bound : s.max_key));
+			if (bound > s.max_key)
+				assert_true(written >= resets * (bound + 1 - s.max_key));
 		}
 		free(l.blocks);
 		free(data);
