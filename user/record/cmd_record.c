@@ -424,9 +424,10 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
 	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
-		"(%" PRIu64 " MiB at most, %.1f MiB used); user stack copies: %.0f bytes/sample, %s, %"
-		PRIu64 " stacks cut by the copy's end\n", ss.lost_ring + ss.lost_scratch + ss.malformed,
-		ss.lost_queue, ps.dropped, r->max_memory * 3 / 8 >> 20, ps.queued_peak / 1048576.0,
+		"(%.1f MiB for each of %u threads, %.1f MiB the most queued in one); user stack "
+		"copies: %.0f bytes/sample, %s, %" PRIu64 " stacks cut by the copy's end\n",
+		ss.lost_ring + ss.lost_scratch + ss.malformed, ss.lost_queue, ps.dropped,
+		(double)ps.queue_bytes / 1048576.0, r->workers, ps.queued_peak / 1048576.0,
 		ps.handled ? (double)ps.ustack_bytes / ps.handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)

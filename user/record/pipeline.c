@@ -420,6 +420,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 	st->dropped = pl->dropped;
 	st->dropped_events = pl->dropped_events;
 	st->queued_peak = pl->queued_peak;
+	st->queue_bytes = pl->nshards ? pl->shards[0].size : 0;
 }
 
 size_t pipeline__trim(struct pipeline *pl)

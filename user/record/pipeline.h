@@ -40,7 +40,8 @@ struct pipeline_stats {
 	uint64_t resized;		/* per-thread copy sizes published */
 	uint64_t dropped;		/* samples dropped at the queue bound */
 	uint64_t dropped_events;	/* task events dropped at their bound */
-	uint64_t queued_peak;		/* the most bytes queued at once */
+	uint64_t queued_peak;		/* the most bytes queued at once in one thread's queue */
+	uint64_t queue_bytes;		/* the size of each thread's queue */
 };
 
 /* A thread's new stack copy size; called from an unwinding thread. @return 0 or -errno. */
