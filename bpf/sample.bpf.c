@@ -7,6 +7,7 @@
 #include "sample.h"
 
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+#define START_SLACK 64		/* bytes copied past the sp a process started with (see sample()) */
 
 /* Set by the loader before the object is loaded. */
 const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES:
@@ -95,32 +96,43 @@ static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 /*
  * Copy @size bytes of the user stack from sp upwards to @sc's data after
  * @kbytes of kernel stack, in pieces that never cross a page, so that a
- * piece fails only at the end of the stack's mapping; stops there. Returns
- * the bytes copied: @size, or fewer where the stack ends.
+ * piece fails only at the end of the stack's mapping (or at a page never
+ * touched); stops there. Returns the bytes copied: @size, or fewer where
+ * the stack ends.
+ *
+ * The page sp is in, then whole pages, then what is left: the loop's offset
+ * depends only on its counter and the first piece, so that the verifier
+ * walks it once per page (an offset that also carried the partial pieces
+ * multiplied its states past its limit at 64 pages).
  */
 static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size)
 {
-	__u64 off = 0;
+	__u64 off, pages, n;
 	__u8 *dst;
 
-	if (size < STACK_CHUNK || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
+	if (!size || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
 		return 0;
 	dst = sc->data + kbytes;
-	for (int i = 0; i <= MAX_USTACK_BYTES / STACK_CHUNK; i++) {
-		__u64 n = i ? STACK_CHUNK : STACK_CHUNK - (sp & (STACK_CHUNK - 1));
-
-		if (off >= size || off >= MAX_USTACK_BYTES)
+	off = STACK_CHUNK - (sp & (STACK_CHUNK - 1));
+	if (off > size)
+		off = size;
+	/* in 64 bits, masked, so that the verifier keeps the bound */
+	asm volatile("%[n] &= 0x1fff" : [n] "+r"(off));
+	if (off > STACK_CHUNK || !off || bpf_probe_read_user(dst, off, (const void *)sp))
+		return 0;
+	pages = (size - off) / STACK_CHUNK;
+	for (int i = 0; i < MAX_USTACK_BYTES / STACK_CHUNK; i++) {
+		if (i >= pages)
 			break;
-		if (n > size - off)
-			n = size - off;
-		/* in 64 bits, masked, so that the verifier keeps the bound */
-		asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
-		if (n > STACK_CHUNK || !n)
-			break;
-		if (bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
-			break;
-		off += n;
+		if (bpf_probe_read_user(dst + off, STACK_CHUNK, (const void *)(sp + off)))
+			return off;
+		off += STACK_CHUNK;
 	}
+	n = size - off;
+	asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
+	if (n && n < STACK_CHUNK && off <= MAX_USTACK_BYTES &&
+	    !bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
+		off += n;
 	return off;
 }
 
@@ -130,10 +142,12 @@ int sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
 	struct task_struct *task;
+	struct mm_struct *mm;
 	struct sample_hdr *h;
 	struct scratch *sc;
 	__u32 *sized;
-	__u64 kbytes = 0, len;
+	__u64 kbytes = 0, len, start;
+	__u32 size;
 	long n;
 
 	if (!tid || tgid == self_tgid)
@@ -164,9 +178,15 @@ int sample(struct bpf_perf_event_data *ctx)
 	h->kstack_depth = kbytes / 8;
 
 	task = bpf_get_current_task_btf();
+	/*
+	 * No mm in a user task: it is exiting, past exit_mm() (freeing its
+	 * pages is much of that time), with no user stack left to copy; its
+	 * samples have a kernel stack only.
+	 */
+	mm = task->mm;
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
-	} else {
+	} else if (mm) {
 		/* the registers the task had in user space, even when it is in a syscall now */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
@@ -178,7 +198,17 @@ int sample(struct bpf_perf_event_data *ctx)
 		h->lr = regs->regs[30];
 #endif
 		sized = bpf_map_lookup_elem(&stack_sizes, &tid);
-		h->ustack_len = copy_stack(sc, kbytes, h->sp, sized ? *sized : ustack_size);
+		size = sized ? *sized : ustack_size;
+		/*
+		 * On the stack the process started on, no frame lies above the
+		 * sp the kernel gave its entry point: what is past it is argv,
+		 * the environment and the auxiliary vector, kilobytes that no
+		 * unwind reads.
+		 */
+		start = mm->start_stack;
+		if (h->sp < start && start - h->sp + START_SLACK < size)
+			size = start - h->sp + START_SLACK;
+		h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
 		if (!h->ustack_len)
 			count(COUNTER_USTACK_FAULT);
 	}

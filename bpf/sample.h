@@ -4,7 +4,7 @@
 #define SFPROF_BPF_SAMPLE_H
 
 #ifndef MAX_USTACK_BYTES
-#define MAX_USTACK_BYTES	65536	/* --stack-size upper bound */
+#define MAX_USTACK_BYTES	262144	/* --stack-size upper bound; cc1's deepest stacks pass 64 KiB */
 #endif
 #ifndef MIN_USTACK_BYTES
 #define MIN_USTACK_BYTES	4096	/* the smallest copy a thread is given */

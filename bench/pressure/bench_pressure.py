@@ -16,14 +16,17 @@ from /proc, from wait4's rusage, or from bpftool:
               the copy's end, sfprof's peak RSS (rusage maxrss = VmHWM) and CPU
               time, and its wall time against --duration (start and stop cost).
   deep        completeness with the adaptive per-thread copy size beside
-              --stack-size 65536 on two programs recorded as `record -F 999 --
-              COMMAND`: pressure_deep (200 frames, ~20 KiB of stack) and a real
-              compiler run, `gcc -O2 -c` on a generated file whose nesting
-              makes cc1 recurse deep (gen_cc_input.py). perf --call-graph dwarf
-              copies a fixed 8192 bytes per sample; if perf is installed it
-              records the same gcc run for its samples and bytes per sample,
-              and with --perf-script its share of complete stacks (perf script
-              unwinds every sample: about 45 s for 7000 cc1 samples).
+              --stack-size 65536 and the largest --stack-size (MAX_USTACK_BYTES,
+              read from bpf/sample.h) on two programs recorded as `record -F 999
+              -- COMMAND`: pressure_deep (200 frames, ~20 KiB of stack) and a
+              real compiler run, `gcc -O2 -c` on a generated file whose nesting
+              makes cc1 recurse deep (gen_cc_input.py; its deepest stacks pass
+              256 KiB; --cc-functions 280 makes a ~17 s run). perf
+              --call-graph dwarf copies a fixed 8192 bytes per sample; if perf
+              is installed it records the same gcc run for its samples and
+              bytes per sample, and with --perf-script its share of complete
+              stacks (perf script unwinds every sample: about 45 s for 7000 cc1
+              samples).
   cost        kernel.bpf_stats_enabled=1 for the part (restored after); with
               one deep thread per CPU, `record -a` at 999 and 4999 Hz: the BPF
               program "sample"'s run_time_ns / run_cnt over --seconds (bpftool
@@ -71,6 +74,18 @@ CLK_TCK = os.sysconf('SC_CLK_TCK')
 BPF_STATS = '/proc/sys/kernel/bpf_stats_enabled'
 MAX_RATE = '/proc/sys/kernel/perf_event_max_sample_rate'
 MiB = 1024 * 1024
+
+
+def max_copy():
+    """The sampler's largest user-stack copy: MAX_USTACK_BYTES in bpf/sample.h."""
+    with open(os.path.join(HERE, '..', '..', 'bpf', 'sample.h')) as f:
+        m = re.search(r'^#define\s+MAX_USTACK_BYTES\s+(\d+)', f.read(), re.M)
+    if not m:
+        sys.exit(f'{NAME}: no MAX_USTACK_BYTES in bpf/sample.h')
+    return int(m.group(1))
+
+
+MAX_COPY = max_copy()
 
 # sfprof's summary, one figure at a time so that a reworded line loses one column, not the run
 FIGURES = {
@@ -380,8 +395,10 @@ class Bench:
         src = self.cc_input()
         obj = os.path.join(self.work, 'deepnest.o')
         gcc = ['gcc', '-O2', '-c', src, '-o', obj]
+        sizes = (('default', ()), ('65536 (fixed)', ('--stack-size', '65536')),
+                 (f'{MAX_COPY} (fixed)', ('--stack-size', str(MAX_COPY))))
         say(f'== deep: completeness, the default copy size (adapted per thread) beside '
-            f'--stack-size 65536; record -F 999 -- COMMAND')
+            f'--stack-size 65536 and {MAX_COPY} (the most); record -F 999 -- COMMAND')
         say(f'   pressure_deep: {NCPU} threads 200 frames deep (~20 KiB of stack) for '
             f'{a.seconds:g} s;')
         say(f'   cc1: gcc -O2 -c on a generated file, {a.cc_functions} functions nested '
@@ -391,7 +408,7 @@ class Bench:
             f'{"copy B/smp":>10} {"cut":>6} {"file B/smp":>10} {"wall s":>7}')
         for name, cmd in (('pressure_deep', [a.deep, f'{a.seconds:g}', str(NCPU)]),
                           ('cc1 (gcc -O2)', gcc)):
-            for label, extra in (('default', ()), ('65536 (fixed)', ('--stack-size', '65536'))):
+            for label, extra in sizes:
                 r = self.record(999, command=cmd, extra=extra)
                 say(f'{name:<14} {label:<15} {r["samples"]:>8} {fmt(r["lost"]):>5} '
                     f'{fmt(r["complete"], ".1f"):>8}% {fmt(r["copy_bps"]):>10} '

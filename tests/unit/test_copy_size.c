@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The stack copy size policy: grows at a cut stack, shrinks after a run of small ones, damps swings. */
+/* The stack copy size policy: grows at a cut stack or a stack that ends with its frames, shrinks when that shortens copies, damps swings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +87,101 @@ static void test_swings_are_damped(void **state)
 	assert_int_equal(cs.size, 16384);
 }
 
+/* Feed @n samples that used @used bytes of copies that ended @above bytes past that, by themselves. */
+static unsigned feed_ended(struct copy_size *cs, unsigned n, uint32_t used, uint32_t above)
+{
+	unsigned changes = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		changes += copy_size__observe(cs, &lim, used + above, used, false);
+	return changes;
+}
+
+static void test_copies_that_end_keep_the_size(void **state)
+{
+	struct copy_size cs;
+
+	(void)state;
+	/* copies that end 4 KiB past what the unwinds used (a thread's TLS above its frames) */
+	copy_size__init(&cs, 65536);
+	assert_int_equal(feed_ended(&cs, COPY_SIZE_RUN - 1, 3000, 4096), 0);
+	assert_int_equal(cs.size, 65536);
+	/* 3000 used: 4006 -> a page, shorter than the 7096-byte copies: smaller is cheaper */
+	assert_int_equal(feed_ended(&cs, 1, 3000, 4096), 1);
+	assert_int_equal(cs.size, 4096);
+	/* copies that all end before the size would shrink to: it stays */
+	copy_size__init(&cs, 65536);
+	assert_int_equal(feed_ended(&cs, 8 * COPY_SIZE_RUN, 3000, 700), 0);
+	assert_int_equal(cs.size, 65536);
+	/* one copy of the run longer than the new size is enough to shrink */
+	copy_size__init(&cs, 65536);
+	assert_int_equal(feed_ended(&cs, COPY_SIZE_RUN - 1, 3000, 700), 0);
+	assert_true(copy_size__observe(&cs, &lim, 9000, 3000, false));
+	assert_int_equal(cs.size, 4096);
+}
+
+static void test_copies_that_end_with_the_frames(void **state)
+{
+	struct copy_size cs;
+
+	(void)state;
+	/* the main thread: its copies end 64 bytes past the sp the program started with */
+	copy_size__init(&cs, 16384);
+	assert_true(copy_size__observe(&cs, &lim, 3064, 3000, false));
+	assert_int_equal(cs.size, 65536);
+	/* and stay at the maximum: a smaller size would copy no less */
+	assert_int_equal(feed_ended(&cs, 8 * COPY_SIZE_RUN, 3000, 64), 0);
+	assert_int_equal(cs.size, 65536);
+	/* so its deep stack is not cut */
+	assert_false(copy_size__observe(&cs, &lim, 60064, 60000, false));
+	assert_int_equal(cs.size, 65536);
+
+	/* not so: a copy that failed (nothing read), a copy the unwind ran out of, a full copy */
+	copy_size__init(&cs, 16384);
+	assert_false(copy_size__observe(&cs, &lim, 0, 0, false));
+	assert_false(copy_size__observe(&cs, &lim, 5000, 5000, true));
+	assert_false(copy_size__observe(&cs, &lim, 16384, 16300, false));
+	/* nor one that ended further past the unwind's last read */
+	assert_false(copy_size__observe(&cs, &lim, 3000 + COPY_SIZE_TIGHT + 1, 3000, false));
+	assert_int_equal(cs.size, 16384);
+	assert_true(copy_size__observe(&cs, &lim, 3000 + COPY_SIZE_TIGHT, 3000, false));
+	assert_int_equal(cs.size, 65536);
+}
+
+static void test_copies_in_flight_after_growth(void **state)
+{
+	struct copy_size cs;
+
+	(void)state;
+	copy_size__init(&cs, 16384);
+	assert_true(copy_size__observe(&cs, &lim, 16384, 16384, true));
+	assert_int_equal(cs.size, 65536);
+	/* cut at the old size, copied before the growth was seen: no new growth, no shrink */
+	for (unsigned i = 0; i < 4 * COPY_SIZE_RUN; i++)
+		assert_false(copy_size__observe(&cs, &lim, i % 2 ? 16384 : 20064,
+						i % 2 ? 16384 : 20000, i % 2));
+	assert_int_equal(cs.size, 65536);
+}
+
+static void test_swings_of_ended_copies_cost_no_cut(void **state)
+{
+	struct copy_size cs;
+	unsigned cuts = 0;
+
+	(void)state;
+	copy_size__init(&cs, 4096);
+	/* the main thread, mostly shallow, 60 KiB deep once every 50 samples */
+	for (unsigned i = 0; i < 20000; i++) {
+		uint32_t need = i % 50 == 49 ? 60000 : 600;
+		bool cut = need + 64 > cs.size;
+
+		cuts += cut;
+		copy_size__observe(&cs, &lim, cut ? cs.size : need + 64, cut ? cs.size : need, cut);
+	}
+	assert_int_equal(cuts, 0);
+	assert_int_equal(cs.size, 65536);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -94,6 +189,10 @@ int main(void)
 		cmocka_unit_test(test_short_copy_is_not_cut),
 		cmocka_unit_test(test_shrinks_after_a_run),
 		cmocka_unit_test(test_swings_are_damped),
+		cmocka_unit_test(test_copies_that_end_keep_the_size),
+		cmocka_unit_test(test_copies_that_end_with_the_frames),
+		cmocka_unit_test(test_copies_in_flight_after_growth),
+		cmocka_unit_test(test_swings_of_ended_copies_cost_no_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

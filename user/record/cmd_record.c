@@ -39,7 +39,7 @@ static const char usage[] =
 	"  -p, --pid PID,...      these processes and their threads\n"
 	"  -d, --duration SECS    stop after SECS seconds\n"
 	"      --stack-size BYTES user stack bytes copied per sample, for every thread\n"
-	"                         (4096-65536); by default a thread starts at 65536\n"
+	"                         (4096-262144); by default a thread starts at 65536\n"
 	"                         and its size follows what unwinding its stacks needs\n"
 	"      --max-memory SIZE  bound on what the record path holds (default 256M;\n"
 	"                         K, M, G suffixes; at least 64M): the sample ring takes\n"

@@ -7,17 +7,26 @@
 #include <stdint.h>
 
 /*
- * One thread's copy size and what its recent samples used. A sample whose
- * unwind needed bytes past a full copy sets the size to max at once; a run
- * of samples that all used well under the size shrinks it to a quarter and
- * 256 bytes more than the most they used (down to min). Each growth doubles
- * the run needed before the next shrink, so a thread whose depth swings does
- * not pay a cut stack each time. A copy never goes past the end of the
- * stack's mapping, so a large size costs a shallow stack little.
+ * One thread's copy size and what its recent samples used. A copy never goes
+ * past the end of the stack's mapping, nor on the main thread past the sp
+ * its program started with, so a large size costs a shallow stack little.
+ *
+ * A sample whose unwind needed bytes past a full copy sets the size to max
+ * at once. So does a copy that ended by itself, short of the size, within
+ * COPY_SIZE_TIGHT bytes of where its unwind stopped reading: its stack ends
+ * where its frames do (the main thread's), and a deeper one will cost no
+ * more than it needs, while samples at a smaller size would be cut before
+ * the growth could be seen. A run of samples that all used well under the
+ * size shrinks it to a quarter and 256 bytes more than the most they used
+ * (down to min), unless no copy of the run was longer than that: those
+ * copies ended by themselves, and a smaller size would only cut the next
+ * deep one. Each growth at a cut doubles the run needed before the next
+ * shrink, so a thread whose depth swings does not pay a cut stack each time.
  */
 struct copy_size {
 	uint32_t size;		/* bytes copied per sample now */
 	uint32_t max_used;	/* the most a sample used in this run */
+	uint32_t max_copied;	/* the longest copy in this run */
 	uint32_t run;		/* samples in this run */
 	uint32_t patience;	/* samples a run needs before a shrink */
 };
@@ -30,6 +39,8 @@ struct copy_limits {
 /* Samples a run needs before the first shrink; doubled by each growth, up to the max. */
 #define COPY_SIZE_RUN		32u
 #define COPY_SIZE_MAX_RUN	4096u
+/* A copy that ends this close past its unwind's last read ends with the stack. */
+#define COPY_SIZE_TIGHT		256u
 
 /** copy_size__init() - a thread that starts with @size bytes per copy. */
 void copy_size__init(struct copy_size *cs, uint32_t size);
