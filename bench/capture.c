@@ -116,8 +116,7 @@ static int (*const chain_start[])(struct chain *, int) = {
 	step_plain, step_array, step_saved, step_alloca,
 };
 
-/* The end of the [stack] mapping: the main thread's stack top. */
-static int find_stack_top(uint64_t *top)
+int bench_stack_top(uint64_t *top)
 {
 	char line[512];
 	int err = -ENOENT;
@@ -150,7 +149,7 @@ SFU_SNAP_NOINLINE int bench_capture(struct bench_snapshot *s, size_t depth, unsi
 	memset(s, 0, sizeof(*s));
 	if (depth < 4 || depth > BENCH_DEPTH_MAX)
 		return -EINVAL;
-	err = find_stack_top(&c.stack_top);
+	err = bench_stack_top(&c.stack_top);
 	if (err)
 		return err;
 	c.buf = malloc(STACK_COPY_MAX);

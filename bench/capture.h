@@ -35,6 +35,12 @@ struct bench_snapshot {
  */
 int bench_capture(struct bench_snapshot *s, size_t depth, unsigned rotation);
 
+/**
+ * bench_stack_top() - the end of this process's [stack] mapping: the main
+ * thread's stack top. @return 0, or -ENOENT or -errno.
+ */
+int bench_stack_top(uint64_t *top);
+
 /** bench_snapshot__free() - free the stack copy; accepts NULL. */
 void bench_snapshot__free(struct bench_snapshot *s);
 

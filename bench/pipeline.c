@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "record/procs.h"
 #include "snapshot.h"
 
@@ -182,31 +183,6 @@ SFU_SNAP_NOINLINE static int step_qsort(struct chain *c, int n)
 	return c->hop_levels + 1 + (pair[0] - 1);
 }
 
-/* The end of the [stack] mapping: the main thread's stack top. */
-static int find_stack_top(uint64_t *top)
-{
-	char line[512];
-	int err = -ENOENT;
-	FILE *f;
-
-	f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t start, end;
-
-		if (!strstr(line, "[stack]"))
-			continue;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) == 2) {
-			*top = end;
-			err = 0;
-		}
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
 /*
  * Capture one snapshot at the bottom of a chain of @depth levels (3 or
  * more), the qsort_r hop at level @hop (2 .. depth - 1). @return 0, or
@@ -251,7 +227,7 @@ SFU_SNAP_NOINLINE static int take_snapshots(struct snapshot *snaps, uint64_t mai
 	struct chain c = { 0 };
 	int err;
 
-	err = find_stack_top(&c.stack_top);
+	err = bench_stack_top(&c.stack_top);
 	if (err)
 		return err;
 	c.buf = malloc(MAX_USTACK_BYTES);
@@ -394,21 +370,6 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 	fprintf(stderr, "pipeline: process %u (%s): %s\n", pid, comm, why);
 }
 
-/* The disk cache of tables derived from .eh_frame where sfprof record keeps it. */
-static void set_cache_dir(struct sfu_cache *cache)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096];
-
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/sfprof", xdg);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
-	else
-		return;
-	sfu_cache__set_dir(cache, dir);
-}
-
 static void remove_file(const char *path)
 {
 	char old[4096];
@@ -442,13 +403,11 @@ static int run__start(struct run *r, const char *path, const struct snapshot *sn
 		fprintf(stderr, "pipeline: %s\n", diag.reason);
 		return -1;
 	}
-	r->cache = sfu_cache__new();
+	r->cache = procs__new_cache();
 	if (!r->cache) {
-		fprintf(stderr, "pipeline: sfu_cache__new: %s\n", strerror(errno));
+		fprintf(stderr, "pipeline: procs__new_cache: %s\n", strerror(errno));
 		return -1;
 	}
-	set_cache_dir(r->cache);
-	sfu_cache__set_flags(r->cache, SFU_MODULE_OPEN_NO_SYMBOLS);
 	r->procs = procs__new(r->w, &r->wlock, r->cache, SFU_ARCH_HOST, KEPT_FRAMES);
 	if (!r->procs) {
 		fprintf(stderr, "pipeline: procs__new: %s\n", strerror(errno));

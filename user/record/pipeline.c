@@ -68,21 +68,6 @@ static size_t item_size(size_t len)
 	return (sizeof(struct item) + len + ITEM_ALIGN - 1) & ~(size_t)(ITEM_ALIGN - 1);
 }
 
-/* Tables derived from .eh_frame are kept on disk: the next recording reads them back. */
-static void set_cache_dir(struct sfu_cache *cache)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096];
-
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/sfprof", xdg);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
-	else
-		return;
-	sfu_cache__set_dir(cache, dir);
-}
-
 struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 			       const struct pipeline_opts *opts)
 {
@@ -96,12 +81,9 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 	if (!pl)
 		return NULL;
 	pl->opts = *opts;
-	pl->cache = sfu_cache__new();
+	pl->cache = procs__new_cache();
 	if (!pl->cache)
 		goto fail;
-	set_cache_dir(pl->cache);
-	/* recording unwinds and never names a function: no symbol tables */
-	sfu_cache__set_flags(pl->cache, SFU_MODULE_OPEN_NO_SYMBOLS);
 	for (unsigned i = 0; i < opts->workers; i++) {
 		struct shard *sh = &pl->shards[i];
 
@@ -261,11 +243,6 @@ int pipeline__start(struct pipeline *pl)
 	return 0;
 }
 
-static size_t pl_peak(const struct shard *sh)
-{
-	return sh->pl->queued_peak;
-}
-
 /*
  * Room for an item of @len bytes in @sh's queue, leaving @keep bytes free;
  * NULL when there is none. The draining thread is the only writer.
@@ -288,7 +265,7 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 		skip = sh->size - pos;
 	if (used + skip + need + keep > sh->size)
 		return NULL;
-	if (used + need > pl_peak(sh))
+	if (used + need > sh->pl->queued_peak)
 		sh->pl->queued_peak = used + need;	/* items, not the bytes a wrap skips */
 	if (skip) {
 		((struct item *)(sh->ring + pos))->kind = ITEM_WRAP;
@@ -300,9 +277,8 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 }
 
 /* Publish the item reserve() gave, and wake the thread if it sleeps. */
-static void publish(struct pipeline *pl, struct shard *sh, struct item *it)
+static void publish(struct shard *sh, struct item *it)
 {
-	(void)pl;
 	__atomic_store_n(&sh->head, sh->head + item_size(it->len), __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_lock(&sh->lock);
@@ -333,7 +309,7 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 	memcpy(it->data, h, sizeof(*h));
 	memcpy(it->data + sizeof(*h), kstack, kbytes);
 	memcpy(it->data + sizeof(*h) + kbytes, ustack, h->ustack_len);
-	publish(pl, sh, it);
+	publish(sh, it);
 }
 
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time)
@@ -354,7 +330,7 @@ void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e
 		it->len = e->size;
 		it->time = time;
 		memcpy(it->data, e, e->size);
-		publish(pl, sh, it);
+		publish(sh, it);
 	}
 }
 

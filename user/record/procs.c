@@ -138,6 +138,31 @@ static void warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 		p->warn(p->warn_ctx, pid, comm, why);
 }
 
+struct sfu_cache *procs__new_cache(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	struct sfu_cache *cache = sfu_cache__new();
+	char dir[4096];
+
+	if (!cache)
+		return NULL;
+	/* recording unwinds and never names a function: no symbol tables */
+	sfu_cache__set_flags(cache, SFU_MODULE_OPEN_NO_SYMBOLS);
+	/* tables derived from .eh_frame are kept on disk: the next recording reads them back */
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/sfprof", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
+	else
+		return cache;
+	if (sfu_cache__set_dir(cache, dir)) {
+		sfu_cache__free(cache);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return cache;
+}
+
 struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struct sfu_cache *cache,
 			 enum sfu_arch arch, unsigned max_depth)
 {

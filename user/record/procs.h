@@ -34,6 +34,13 @@ struct procs_copy_use {
 struct procs;
 
 /**
+ * procs__new_cache() - a module cache as recording uses it: no symbol tables,
+ * and tables derived from .eh_frame kept in $XDG_CACHE_HOME/sfprof (or
+ * ~/.cache/sfprof). @return the cache, or NULL with errno set.
+ */
+struct sfu_cache *procs__new_cache(void);
+
+/**
  * procs__new() - an empty process table writing to @w.
  * @wlock: held around every call of @w (NULL: @w is this table's alone).
  * @cache: where files are opened; shared, it must outlive the table.

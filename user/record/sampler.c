@@ -251,7 +251,8 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 	/* last round's late samples, now that their events are in */
 	nlate = s->late_len;
 	s->late_len = 0;
-	qsort(s->late, nlate, sizeof(*s->late), late_cmp);
+	if (nlate)
+		qsort(s->late, nlate, sizeof(*s->late), late_cmp);
 	for (size_t i = 0; i < nlate; i++) {
 		struct late_sample l = s->late[i];
 
