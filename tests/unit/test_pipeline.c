@@ -879,6 +879,113 @@ static void test_free_queued(void **state)
 	}
 }
 
+/* The process's resident anonymous memory in KiB, from /proc/self/status. */
+static uint64_t rss_anon_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	uint64_t kib = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "RssAnon:", 8))
+			kib = strtoull(line + 8, NULL, 10);
+	fclose(f);
+	return kib;
+}
+
+/* Wait (10 s at most) until the threads have handled @n samples. */
+static void wait_handled(struct pipeline *pl, uint64_t n)
+{
+	struct pipeline_stats st;
+
+	for (int i = 0; i < 10000; i++) {
+		pipeline__stats(pl, &st);
+		if (st.handled >= n)
+			return;
+		usleep(1000);
+	}
+	fail_msg("%llu of %llu samples handled after 10 s", (unsigned long long)st.handled,
+		 (unsigned long long)n);
+}
+
+/*
+ * A backlog touches a queue's pages far past its working set; once it is
+ * handled, trimming gives them back (the kernel's RSS falls by as much).
+ * Trimming while the threads read, after every few samples, never takes a
+ * page that holds an item: every sample is read back whole.
+ */
+static void test_trim_queue(void **state)
+{
+	static uint8_t ustack[16384];
+	const size_t queue = 16u << 20, backlog = 12u << 20;
+	size_t n = backlog / (sizeof(ustack) + 256), total = n + 4000, nkept = 0;
+	struct sent *sent = calloc(total, sizeof(*sent));
+	bool *kept = calloc(total, sizeof(*kept));
+	struct pipeline_trim tr;
+	struct pipeline_stats st;
+	uint64_t before, after;
+	struct readback rb;
+	struct fixture f;
+	struct pipeline *pl;
+
+	(void)state;
+	assert_non_null(sent);
+	assert_non_null(kept);
+	memset(ustack, 0x5a, sizeof(ustack));
+	fixture_open(&f);
+	pl = pipeline_or_fail(&f, 1, queue);
+	/* the backlog, queued before the thread starts: 12 MiB of a 16 MiB queue */
+	for (size_t i = 0; i < n; i++) {
+		make_sample(&sent[i], i, 5);
+		sent[i].h.ustack_len = sizeof(ustack);
+		pipeline__sample(pl, &sent[i].h, sent[i].kstack, ustack);
+		kept[i] = true;
+	}
+	pipeline__stats(pl, &st);
+	assert_stat(st.dropped, 0);
+	assert_int_equal(pipeline__start(pl), 0);
+	wait_handled(pl, n);
+	before = rss_anon_kib();
+	pipeline__trim(pl, &tr);
+	after = rss_anon_kib();
+	print_message("trimmed %zu KiB of queue; RssAnon %llu -> %llu KiB\n", tr.queue_bytes >> 10,
+		      (unsigned long long)before, (unsigned long long)after);
+	/* the pages past the working set (a quarter and 1 MiB): about 7 MiB of the 12 */
+	assert_true(tr.queue_bytes >= (6u << 20));
+	assert_true(tr.queue_bytes <= backlog);
+#if !defined(TEST_ASAN)
+	assert_true(before - after >= (tr.queue_bytes >> 10) / 2);
+#endif
+	/* trims among reads: sizes that end anywhere, the queue going round */
+	for (size_t i = n; i < total; i++) {
+		uint64_t dropped;
+
+		make_sample(&sent[i], i, 5);
+		sent[i].h.ustack_len = (uint32_t)((i * 2654435761u) % sizeof(ustack));
+		pipeline__stats(pl, &st);
+		dropped = st.dropped;
+		pipeline__sample(pl, &sent[i].h, sent[i].kstack, ustack);
+		pipeline__stats(pl, &st);
+		kept[i] = st.dropped == dropped;
+		if (i % 7 == 0)
+			pipeline__trim(pl, NULL);
+	}
+	for (size_t i = 0; i < total; i++)
+		nkept += kept[i];
+	assert_true(nkept > n + 1000);
+	assert_int_equal(pipeline__finish(pl), 0);
+	pipeline__stats(pl, &st);
+	assert_stat(st.handled, nkept);
+	pipeline__free(pl);
+	close_and_read(&f, &rb);
+	assert_samples_kept(&rb, sent, total, kept, sent[0].h.time_ns);
+	free(rb.recs);
+	fixture_close(&f);
+	free(kept);
+	free(sent);
+}
+
 /* Threads between 1 and PIPELINE_MAX_WORKERS; NULL is freed. */
 static void test_new_args(void **state)
 {
@@ -911,6 +1018,7 @@ int main(void)
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_queue_laps),
 		cmocka_unit_test(test_free_queued),
+		cmocka_unit_test(test_trim_queue),
 		cmocka_unit_test(test_new_args),
 	};
 

@@ -498,7 +498,7 @@ static int run(struct record *r, int *child_status)
 			if (r->npids && !targets_alive(r))
 				break;	/* as perf record -p does */
 			/* modules of processes long gone: a churn of programs costs no memory */
-			pipeline__trim(r->pipeline);
+			pipeline__trim(r->pipeline, NULL);
 			err = write_lost(r);
 			pthread_mutex_lock(&r->wlock);
 			if (!err)

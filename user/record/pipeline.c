@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The record path behind the ring: samples queued, bounded in bytes, to unwinding threads that own their processes. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,9 +400,46 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 	st->queue_bytes = pl->nshards ? pl->shards[0].size : 0;
 }
 
-size_t pipeline__trim(struct pipeline *pl)
+/*
+ * Give back the pages of @sh's queue that a backlog touched beyond the
+ * working set ([0, wrap_at) and a margin: the queue goes back to the start
+ * there when the reader keeps up) and that hold nothing now. The draining
+ * thread is the queue's only writer, so the free part, from the head to the
+ * reader's tail, is nobody's while this runs; the reader only ever makes it
+ * bigger.
+ */
+static size_t release_queue(struct shard *sh, size_t page)
 {
-	return sfu_cache__trim(pl->cache);
+	size_t tail = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
+	size_t from = sh->head, to = tail + sh->size, released = 0;
+	size_t floor = sh->wrap_at + PIPELINE_MIN_QUEUE;
+
+	while (from < to) {
+		size_t pos = from % sh->size;
+		size_t end = pos + (to - from) < sh->size ? pos + (to - from) : sh->size;
+		/* inward to whole pages: the tail's page holds the next item */
+		size_t a = ((pos > floor ? pos : floor) + page - 1) & ~(page - 1);
+		size_t b = end & ~(page - 1);
+
+		if (b > a && !madvise(sh->ring + a, b - a, MADV_DONTNEED))
+			released += b - a;
+		from += end - pos;
+	}
+	return released;
+}
+
+size_t pipeline__trim(struct pipeline *pl, struct pipeline_trim *tr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct pipeline_trim t = { .modules = sfu_cache__trim(pl->cache) };
+
+	for (unsigned i = 0; i < pl->nshards; i++)
+		t.queue_bytes += release_queue(&pl->shards[i], page);
+	/* the threads' malloc arenas: freed processes and stack indexes leave holes */
+	t.heap = malloc_trim(0);
+	if (tr)
+		*tr = t;
+	return t.modules;
 }
 
 void pipeline__free(struct pipeline *pl)

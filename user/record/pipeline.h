@@ -117,8 +117,20 @@ int pipeline__finish(struct pipeline *pl);
  */
 void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st);
 
-/** pipeline__trim() - release the modules no process maps any more. @return how many. */
-size_t pipeline__trim(struct pipeline *pl);
+struct pipeline_trim {
+	size_t modules;		/* modules released */
+	size_t queue_bytes;	/* queue bytes given back (pages never touched count too) */
+	bool heap;		/* malloc gave memory back */
+};
+
+/**
+ * pipeline__trim() - give back what the recording holds and no longer needs:
+ * the modules no process maps any more, the queue pages a backlog touched
+ * beyond each queue's working set, and the free memory in malloc's arenas.
+ * Called now and then by the draining thread (the queues' writer), while the
+ * threads run. @tr: what was given back, or NULL. @return modules released.
+ */
+size_t pipeline__trim(struct pipeline *pl, struct pipeline_trim *tr);
 
 /** pipeline__free() - stops the threads if they run (dropping what is queued); accepts NULL. */
 void pipeline__free(struct pipeline *pl);
