@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ehframe_internal.h"
+#include "sframe_internal.h"
 
 /* A cached table larger than this is not one we wrote. */
 #define EHCACHE_MAX_SIZE (256u << 20)
@@ -104,7 +105,8 @@ int ehcache_load(const char *dir, const struct sfu_build_id *id, uint16_t machin
 		goto out;
 	}
 	/* a truncated or foreign file fails here, like any corrupt section */
-	sf = sfu_sframe__new(buf, (size_t)st.st_size, 0, NULL);
+	sf = sframe_new_owned(buf, (size_t)st.st_size, 0, NULL);
+	buf = NULL;	/* the table's now, or freed */
 	if (!sf) {
 		err = errno == ENOMEM ? -ENOMEM : -EBADMSG;
 		goto out;

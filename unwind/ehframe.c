@@ -1701,7 +1701,6 @@ struct sfu_sframe *sfu_sframe__from_eh_frame(const struct sfu_eh_frame *in,
 					     struct sfu_eh_frame_stats *stats,
 					     struct sfu_diag *diag)
 {
-	struct sfu_sframe *sf;
 	size_t size = 0;
 	void *buf = NULL;
 	int err;
@@ -1711,10 +1710,5 @@ struct sfu_sframe *sfu_sframe__from_eh_frame(const struct sfu_eh_frame *in,
 		errno = -err;
 		return NULL;
 	}
-	sf = sfu_sframe__new(buf, size, 0, diag);
-	err = errno;
-	free(buf);
-	if (!sf)
-		errno = err;
-	return sf;
+	return sframe_new_owned(buf, size, 0, diag);
 }

@@ -2,6 +2,7 @@
 /* SFrame decoder: validates a whole section of any version once, then answers lookups. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,27 @@ struct fde_key {
 	uint32_t idx;
 };
 
+static uint64_t sframe_last_id;
+
+/*
+ * The section's bytes are kept and rows are decoded from them at each
+ * lookup: decoded rows take 32 bytes where the section spends 3 to 6, and a
+ * process mapping a compiler holds tens of MiB of them. Rows are made all at
+ * once only for the callers that ask for them by pointer (dumps, tests).
+ */
 struct sfu_sframe {
 	struct sfu_sframe_header hdr;
+	uint8_t *bytes;			/* the section, owned */
+	size_t size;
+	bool swap;
+	uint64_t fres_at, fres_end;	/* the FRE sub-section */
 	struct sfu_fde *fdes;		/* section order */
-	struct sfu_row *rows;		/* fdes[i].first_row .. + num_fres */
-	struct fde_key *keys;		/* sorted by start */
+	struct fde_key *keys;		/* sorted by start; NULL when fdes already are */
 	size_t num_fdes;
 	size_t num_rows;
 	uint64_t id;
+	pthread_mutex_t rows_lock;
+	struct sfu_row *rows;		/* fdes[i].first_row .. + num_fres, once asked for (atomic) */
 };
 
 /* Bounds-checked reader over the section bytes. */
@@ -328,66 +342,81 @@ static const char *decode_flex(const struct sfu_sframe_header *h, const struct r
 }
 
 /*
- * Decode the FREs of @fde starting at section offset @off, into @rows.
- * @end is the end of the FRE sub-section.
+ * Decode the FRE of @fde at section offset *@off (before @end, the end of
+ * the FRE sub-section) into @row and move *@off past it. @return NULL, or
+ * why the FRE is not one.
  */
-static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size_t fde_idx,
-		       struct sfu_fde *fde, uint64_t off, uint64_t end, struct sfu_row *rows,
-		       struct sfu_diag *diag)
+static const char *decode_fre(const struct sfu_sframe_header *h, const struct reader *r,
+			      const struct sfu_fde *fde, uint64_t *off, uint64_t end,
+			      struct sfu_row *row)
 {
 	static const unsigned addr_size[] = { 1, 2, 4 };
-	const struct sfu_sframe_header *h = &sf->hdr;
 	unsigned asz = addr_size[fde->fre_type];
 	struct reader sub = { r->buf, end, r->swap };
+	int32_t w[3] = { 0, 0, 0 };
+	unsigned n, size_code, size;
+	uint64_t at = *off;
 	const char *why;
+	uint8_t info;
+
+	if (!fits(&sub, at, asz + 1))
+		return "past the end of the FRE sub-section";
+	memset(row, 0, sizeof(*row));
+	row->start = rd_uword(&sub, at, asz);
+	info = sub.buf[at + asz];
+	at += asz + 1;
+	n = SFRAME_FRE_COUNT(info);
+	size_code = SFRAME_FRE_SIZE(info);
+	if (size_code > 2)
+		return "invalid offset size code 3";
+	size = 1u << size_code;
+	if (!fits(&sub, at, (uint64_t)n * size))
+		return "data words past the end of the FRE sub-section";
+	row->info = info;
+	row->offset_size = size;
+	row->offset_count = n;
+	if (SFRAME_FRE_MANGLED(info))
+		row->flags |= SFU_ROW_MANGLED_RA;
+	/* the unwinder sees rows, not FDEs: each row of a trampoline says so */
+	if (fde->signal_frame)
+		row->flags |= SFU_ROW_SIGNAL_FRAME;
+
+	if (fde->flex) {
+		why = decode_flex(h, &sub, at, n, size, row);
+	} else {
+		for (unsigned j = 0; j < n && j < 3; j++)
+			w[j] = rd_word(&sub, at + j * size, size);
+		why = decode_default(h, w, n, info, row);
+	}
+	if (why)
+		return why;
+	*off = at + (uint64_t)n * size;
+	return NULL;
+}
+
+/* The section offset of @fde's first FRE. */
+static uint64_t first_fre(const struct sfu_sframe *sf, const struct sfu_fde *fde)
+{
+	return sf->fres_at + fde->fre_off + (sf->hdr.version == 3 ? SFRAME_V3_ATTR_SIZE : 0);
+}
+
+/*
+ * Decode the FREs of FDE @fde_idx into @rows, checking that they follow each
+ * other as the format says.
+ */
+static int decode_fres(const struct sfu_sframe *sf, const struct reader *r, size_t fde_idx,
+		       const struct sfu_fde *fde, struct sfu_row *rows, struct sfu_diag *diag)
+{
+	uint64_t off = first_fre(sf, fde);
 
 	for (uint32_t k = 0; k < fde->num_fres; k++) {
 		struct sfu_row *row = &rows[k];
-		int32_t w[3] = { 0, 0, 0 };
-		unsigned n, size_code, size;
-		uint8_t info;
+		const char *why = decode_fre(&sf->hdr, r, fde, &off, sf->fres_end, row);
 
-		if (!fits(&sub, off, asz + 1)) {
-			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u runs past the end of the FRE sub-section",
-				    fde_idx, k);
-			return -EBADMSG;
-		}
-		memset(row, 0, sizeof(*row));
-		row->start = rd_uword(&sub, off, asz);
-		info = sub.buf[off + asz];
-		off += asz + 1;
-		n = SFRAME_FRE_COUNT(info);
-		size_code = SFRAME_FRE_SIZE(info);
-		if (size_code > 2) {
-			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u has invalid offset size code 3",
-				    fde_idx, k);
-			return -EBADMSG;
-		}
-		size = 1u << size_code;
-		if (!fits(&sub, off, (uint64_t)n * size)) {
-			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u data words run past the end of the FRE sub-section",
-				    fde_idx, k);
-			return -EBADMSG;
-		}
-		row->info = info;
-		row->offset_size = size;
-		row->offset_count = n;
-		if (SFRAME_FRE_MANGLED(info))
-			row->flags |= SFU_ROW_MANGLED_RA;
-
-		if (fde->flex) {
-			why = decode_flex(h, &sub, off, n, size, row);
-		} else {
-			for (unsigned j = 0; j < n && j < 3; j++)
-				w[j] = rd_word(&sub, off + j * size, size);
-			why = decode_default(h, w, n, info, row);
-		}
 		if (why) {
 			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u: %s", fde_idx, k, why);
 			return -EBADMSG;
 		}
-		off += (uint64_t)n * size;
-
 		if (k > 0 && row->start <= rows[k - 1].start) {
 			diag_set(diag, -EBADMSG, "FDE %zu: FRE %u start %#x does not increase",
 				    fde_idx, k, row->start);
@@ -484,6 +513,8 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 	unsigned fde_size = h->version == 1 ? SFRAME_V1_FDE_SIZE :
 			    h->version == 2 ? SFRAME_V2_FDE_SIZE : SFRAME_V3_FDE_SIZE;
 	uint64_t total_rows = 0;
+	struct sfu_row *scratch = NULL;
+	uint32_t max_fres = 0;
 	bool sorted = true;
 	int err;
 
@@ -505,6 +536,8 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 	}
 
 	sf->num_fdes = h->num_fdes;
+	sf->fres_at = fres_at;
+	sf->fres_end = fres_at + h->fre_len;
 	sf->fdes = calloc(h->num_fdes ? h->num_fdes : 1, sizeof(*sf->fdes));
 	sf->keys = calloc(h->num_fdes ? h->num_fdes : 1, sizeof(*sf->keys));
 	if (!sf->fdes || !sf->keys)
@@ -514,6 +547,8 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 		err = read_fde(sf, r, fdes_at, fres_at, addr, i, diag);
 		if (err)
 			return err;
+		if (sf->fdes[i].num_fres > max_fres)
+			max_fres = sf->fdes[i].num_fres;
 		total_rows += sf->fdes[i].num_fres;
 		if (total_rows > h->num_fres) {
 			diag_set(diag, -EBADMSG, "FDE %zu: FRE counts add up to more than the header's %u",
@@ -522,30 +557,25 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 		}
 	}
 	sf->num_rows = total_rows;
-	sf->rows = calloc(total_rows ? total_rows : 1, sizeof(*sf->rows));
-	if (!sf->rows)
+	/* every row is checked once here, in a scratch array, and not kept */
+	scratch = calloc(max_fres ? max_fres : 1, sizeof(*scratch));
+	if (!scratch)
 		return -ENOMEM;
 
 	total_rows = 0;
 	for (size_t i = 0; i < h->num_fdes; i++) {
 		struct sfu_fde *fde = &sf->fdes[i];
-		uint64_t first = fres_at + fde->fre_off;
 
-		if (h->version == 3)
-			first += SFRAME_V3_ATTR_SIZE;
 		if (fde->fre_off > h->fre_len) {
 			diag_set(diag, -EBADMSG, "FDE %zu: FRE offset %#x past the end of the FRE sub-section",
 				    i, fde->fre_off);
-			return -EBADMSG;
+			err = -EBADMSG;
+			goto out;
 		}
 		fde->first_row = total_rows;
-		err = decode_fres(sf, r, i, fde, first, fres_at + h->fre_len, sf->rows + total_rows,
-				  diag);
+		err = decode_fres(sf, r, i, fde, scratch, diag);
 		if (err)
-			return err;
-		/* the unwinder sees rows, not FDEs: each row of a trampoline says so */
-		for (uint32_t k = 0; fde->signal_frame && k < fde->num_fres; k++)
-			sf->rows[total_rows + k].flags |= SFU_ROW_SIGNAL_FRAME;
+			goto out;
 		total_rows += fde->num_fres;
 
 		sf->keys[i] = (struct fde_key){ fde->start, fde->size, (uint32_t)i };
@@ -555,46 +585,57 @@ static int decode(struct sfu_sframe *sf, const struct reader *r, uint64_t addr,
 	if (!sorted) {
 		if (h->flags & SFU_SFRAME_F_FDE_SORTED) {
 			diag_set(diag, -EBADMSG, "FDEs are not sorted though the section says so");
-			return -EBADMSG;
+			err = -EBADMSG;
+			goto out;
 		}
 		qsort(sf->keys, sf->num_fdes, sizeof(*sf->keys), key_cmp);
+	} else {
+		/* the FDEs are their own index */
+		free(sf->keys);
+		sf->keys = NULL;
 	}
-	return 0;
+	err = 0;
+out:
+	free(scratch);
+	return err;
 }
 
-struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
-				   struct sfu_diag *diag)
+/* Take @bytes (@size of them, malloc()ed) as the section: they are freed with it, or now on failure. */
+static struct sfu_sframe *sframe_take(uint8_t *bytes, size_t size, uint64_t addr,
+				      struct sfu_diag *diag)
 {
-	static uint64_t last_id;
-	struct reader r = { data, size, false };
+	struct reader r = { bytes, size, false };
 	struct sfu_sframe *sf;
 	uint16_t magic;
 	int err;
 
-	if (!data && size) {
-		errno = EINVAL;
-		return NULL;
-	}
 	if (size < 2) {
 		diag_set(diag, -EBADMSG, "section of %zu bytes has no SFrame magic", size);
+		free(bytes);
 		errno = EBADMSG;
 		return NULL;
 	}
-	memcpy(&magic, data, sizeof(magic));
+	memcpy(&magic, bytes, sizeof(magic));
 	if (magic == __builtin_bswap16(SFU_SFRAME_MAGIC)) {
 		r.swap = true;
 	} else if (magic != SFU_SFRAME_MAGIC) {
 		diag_set(diag, -EBADMSG, "bad SFrame magic %#06x", magic);
+		free(bytes);
 		errno = EBADMSG;
 		return NULL;
 	}
 
 	sf = calloc(1, sizeof(*sf));
 	if (!sf) {
+		free(bytes);
 		errno = ENOMEM;
 		return NULL;
 	}
-	sf->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+	sf->bytes = bytes;
+	sf->size = size;
+	sf->swap = r.swap;
+	pthread_mutex_init(&sf->rows_lock, NULL);
+	sf->id = __atomic_add_fetch(&sframe_last_id, 1, __ATOMIC_RELAXED);
 	err = parse_header(&r, &sf->hdr, diag);
 	if (!err)
 		err = decode(sf, &r, addr, diag);
@@ -606,6 +647,36 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 		return NULL;
 	}
 	return sf;
+}
+
+struct sfu_sframe *sframe_new_owned(void *bytes, size_t size, uint64_t addr,
+				    struct sfu_diag *diag)
+{
+	if (!bytes && size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return sframe_take(bytes, size, addr, diag);
+}
+
+struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
+				   struct sfu_diag *diag)
+{
+	uint8_t *copy;
+
+	if (!data && size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = malloc(size ? size : 1);
+	if (!copy) {
+		diag_set(diag, -ENOMEM, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (size)
+		memcpy(copy, data, size);
+	return sframe_take(copy, size, addr, diag);
 }
 
 uint64_t sframe_id(const struct sfu_sframe *sf)
@@ -620,6 +691,8 @@ void sfu_sframe__free(struct sfu_sframe *sf)
 	free(sf->fdes);
 	free(sf->rows);
 	free(sf->keys);
+	free(sf->bytes);
+	pthread_mutex_destroy(&sf->rows_lock);
 	free(sf);
 }
 
@@ -638,41 +711,89 @@ const struct sfu_fde *sfu_sframe__fde(const struct sfu_sframe *sf, size_t i)
 	return i < sf->num_fdes ? &sf->fdes[i] : NULL;
 }
 
-const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i)
+/* Every row, made on first use (the section was checked whole at decode). NULL: out of memory. */
+static const struct sfu_row *all_rows(const struct sfu_sframe *csf)
 {
-	return i < sf->num_rows ? &sf->rows[i] : NULL;
+	struct sfu_sframe *sf = (struct sfu_sframe *)csf;	/* made once, under its lock */
+	struct reader r = { sf->bytes, sf->size, sf->swap };
+	struct sfu_row *rows = __atomic_load_n(&sf->rows, __ATOMIC_ACQUIRE);
+
+	if (rows)
+		return rows;
+	pthread_mutex_lock(&sf->rows_lock);
+	rows = sf->rows;
+	if (!rows && (rows = calloc(sf->num_rows ? sf->num_rows : 1, sizeof(*rows)))) {
+		for (size_t i = 0; i < sf->num_fdes; i++) {
+			const struct sfu_fde *fde = &sf->fdes[i];
+
+			if (decode_fres(sf, &r, i, fde, rows + fde->first_row, NULL)) {
+				free(rows);	/* cannot be: decode() checked the same bytes */
+				rows = NULL;
+				break;
+			}
+		}
+		__atomic_store_n(&sf->rows, rows, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sf->rows_lock);
+	return rows;
 }
 
-int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc, const struct sfu_fde **fdep,
-		     const struct sfu_row **rowp)
+const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i)
+{
+	const struct sfu_row *rows;
+
+	if (i >= sf->num_rows || !(rows = all_rows(sf)))
+		return NULL;
+	return &rows[i];
+}
+
+/* The FDE covering @pc and @pc's offset in it (in the block, for PCMASK); NULL when none. */
+static const struct sfu_fde *find_fde(const struct sfu_sframe *sf, uint64_t pc, uint64_t *offp)
 {
 	const struct fde_key *keys = sf->keys;
-	size_t lo = 0, hi = sf->num_fdes;
+	size_t lo = 0, hi = sf->num_fdes, at;
 	const struct sfu_fde *fde;
-	const struct sfu_row *rows;
-	uint64_t off;
+	uint64_t start, off;
 
-	/* last key with start <= pc */
+	/* last function with start <= pc */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (keys[mid].start <= pc)
+		if ((keys ? keys[mid].start : sf->fdes[mid].start) <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
-		return -ENOENT;
-	off = pc - keys[lo - 1].start;
-	if (off >= keys[lo - 1].size)
-		return -ENOENT;
-	fde = &sf->fdes[keys[lo - 1].idx];
+		return NULL;
+	at = keys ? keys[lo - 1].idx : lo - 1;
+	fde = &sf->fdes[at];
+	start = fde->start;
+	off = pc - start;
+	if (off >= fde->size)
+		return NULL;
 	if (fde->fde_type == SFU_FDE_PCMASK)
 		off %= fde->rep_size;
+	*offp = off;
+	return fde;
+}
 
+int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc, const struct sfu_fde **fdep,
+		     const struct sfu_row **rowp)
+{
+	const struct sfu_fde *fde;
+	const struct sfu_row *rows;
+	size_t lo = 0, hi;
+	uint64_t off;
+
+	fde = find_fde(sf, pc, &off);
+	if (!fde)
+		return -ENOENT;
+	rows = all_rows(sf);
+	if (!rows)
+		return -ENOMEM;
 	/* last row with start <= off */
-	rows = sf->rows + fde->first_row;
-	lo = 0;
+	rows += fde->first_row;
 	hi = fde->num_fres;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -686,6 +807,34 @@ int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc, const struct sfu_
 		return -ENOENT;
 	*fdep = fde;
 	*rowp = &rows[lo - 1];
+	return 0;
+}
+
+int sfu_sframe__lookup(const struct sfu_sframe *sf, uint64_t pc, const struct sfu_fde **fdep,
+		       struct sfu_row *row)
+{
+	struct reader r = { sf->bytes, sf->size, sf->swap };
+	const struct sfu_fde *fde;
+	struct sfu_row next;
+	uint64_t off, at;
+
+	fde = find_fde(sf, pc, &off);
+	if (!fde || !fde->num_fres)
+		return -ENOENT;
+	/* FREs differ in size: the last one starting at or before off, by walking */
+	at = first_fre(sf, fde);
+	if (decode_fre(&sf->hdr, &r, fde, &at, sf->fres_end, row))
+		return -EBADMSG;	/* cannot be: decode() checked the same bytes */
+	if (row->start > off)
+		return -ENOENT;
+	for (uint32_t k = 1; k < fde->num_fres; k++) {
+		if (decode_fre(&sf->hdr, &r, fde, &at, sf->fres_end, &next))
+			return -EBADMSG;
+		if (next.start > off)
+			break;
+		*row = next;
+	}
+	*fdep = fde;
 	return 0;
 }
 

@@ -57,6 +57,13 @@ void sframe_loc_set_reg(struct sfu_loc *loc, uint8_t abi, uint16_t dwarf_reg);
 /* The DWARF number behind a loc's register. */
 uint16_t sframe_loc_dwarf_reg(const struct sfu_loc *loc, uint8_t abi);
 
+/*
+ * sframe_new_owned() - sfu_sframe__new() taking @bytes (malloc()ed) instead
+ * of copying them: freed with the table, or at once when it fails.
+ */
+struct sfu_sframe *sframe_new_owned(void *bytes, size_t size, uint64_t addr,
+				    struct sfu_diag *diag);
+
 /* A number no other table decoded by this process shares, for caches. */
 uint64_t sframe_id(const struct sfu_sframe *sf);
 

@@ -38,7 +38,7 @@
 struct cache_slot {
 	uint64_t table;		/* sframe_id() of the table, 0 = empty */
 	uint64_t pc;		/* in the table's address space */
-	const struct sfu_row *row;
+	struct sfu_row row;	/* decoded: tables keep their rows encoded */
 };
 
 struct sfu_unwind_cache {
@@ -239,24 +239,26 @@ static int step_fp(const struct sfu_regs *regs, sfu_read_fn read, void *ctx, str
 	return rec[1] ? 0 : SFU_STOP_OUTERMOST;
 }
 
+/* @pc's row in @sf, in a slot of @cache or else in @buf; NULL when none. */
 static inline __attribute__((always_inline)) const struct sfu_row *table_find(const struct sfu_sframe *sf, uint64_t pc,
-					struct sfu_unwind_cache *cache)
+					struct sfu_unwind_cache *cache, struct sfu_row *buf)
 {
 	const struct sfu_fde *fde;
-	const struct sfu_row *row;
 	struct cache_slot *slot;
 	uint64_t id;
 
 	if (!cache)
-		return sfu_sframe__find(sf, pc, &fde, &row) ? NULL : row;
+		return sfu_sframe__lookup(sf, pc, &fde, buf) ? NULL : buf;
 	id = sframe_id(sf);
 	slot = &cache->slot[(pc ^ (pc >> 12) ^ id * 0x9e3779b97f4a7c15ull) & (CACHE_SLOTS - 1)];
 	if (slot->table == id && slot->pc == pc)
-		return slot->row;
-	if (sfu_sframe__find(sf, pc, &fde, &row))
+		return &slot->row;
+	if (sfu_sframe__lookup(sf, pc, &fde, buf))
 		return NULL;
-	*slot = (struct cache_slot){ id, pc, row };
-	return row;
+	slot->table = id;
+	slot->pc = pc;
+	slot->row = *buf;
+	return &slot->row;
 }
 
 /*
@@ -265,7 +267,7 @@ static inline __attribute__((always_inline)) const struct sfu_row *table_find(co
  * its .eh_frame; *source says which.
  */
 static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t pc,
-				      struct sfu_unwind_cache *cache,
+				      struct sfu_unwind_cache *cache, struct sfu_row *buf,
 				      const struct sfu_mapping **last, uint8_t *source)
 {
 	const struct sfu_mapping *m = *last;
@@ -280,12 +282,12 @@ static const struct sfu_row *find_row(const struct sfu_addrspace *as, uint64_t p
 	}
 	if (!m->module)
 		return NULL;
-	if ((sf = sfu_module__sframe(m->module)) && (row = table_find(sf, pc - m->bias, cache))) {
+	if ((sf = sfu_module__sframe(m->module)) && (row = table_find(sf, pc - m->bias, cache, buf))) {
 		*source = SFU_SRC_SFRAME;
 		return row;
 	}
 	if ((sf = sfu_module__eh_frame_table(m->module)) &&
-	    (row = table_find(sf, pc - m->bias, cache))) {
+	    (row = table_find(sf, pc - m->bias, cache, buf))) {
 		*source = SFU_SRC_EH_FRAME;
 		return row;
 	}
@@ -309,7 +311,8 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 	/* a return address may be one past the end of a call to a noreturn function */
 	uint64_t pc = first ? regs->pc : regs->pc - 1;
 	uint8_t source = SFU_SRC_SFRAME;
-	const struct sfu_row *row = find_row(as, pc, opts->cache, last, &source);
+	struct sfu_row buf;
+	const struct sfu_row *row = find_row(as, pc, opts->cache, &buf, last, &source);
 	const struct sfu_mapping *m = *last;
 
 	if (!row && first && opts->arch == SFU_ARCH_AARCH64 && m && m->module &&

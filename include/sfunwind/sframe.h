@@ -161,7 +161,12 @@ SFU_API const struct sfu_fde *sfu_sframe__fde(const struct sfu_sframe *sf, size_
 
 /**
  * sfu_sframe__row() - row @i of the whole section (FDE first_row + k).
- * @return the row, or NULL when @i is out of range.
+ *
+ * A table keeps its section encoded; the first call of sfu_sframe__row() or
+ * sfu_sframe__find() decodes every row (about 32 bytes each, 5-10 times the
+ * section) and keeps them. sfu_sframe__lookup() does not.
+ *
+ * @return the row, or NULL when @i is out of range or memory ran out.
  */
 SFU_API const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_t i);
 
@@ -174,6 +179,16 @@ SFU_API const struct sfu_row *sfu_sframe__row(const struct sfu_sframe *sf, size_
  */
 SFU_API int sfu_sframe__find(const struct sfu_sframe *sf, uint64_t pc,
 		     const struct sfu_fde **fde, const struct sfu_row **row);
+
+/**
+ * sfu_sframe__lookup() - sfu_sframe__find() with @pc's row decoded into
+ * @row from the encoded section, making no other row: what an unwinder
+ * calls (the FREs of @pc's function are read in turn, up to @pc's).
+ *
+ * @return 0 and fills @fde and @row; -ENOENT as sfu_sframe__find().
+ */
+SFU_API int sfu_sframe__lookup(const struct sfu_sframe *sf, uint64_t pc,
+			       const struct sfu_fde **fde, struct sfu_row *row);
 
 /* Input to the encoder: one function and its rows. */
 struct sfu_sframe_func {

@@ -74,10 +74,16 @@ static void walk(const struct sfu_sframe *sf)
 /* A hit must lie inside the function and at or after the row's start. */
 static void probe(const struct sfu_sframe *sf, uint64_t pc)
 {
-	const struct sfu_fde *fde = NULL;
+	const struct sfu_fde *fde = NULL, *lfde = NULL;
 	const struct sfu_row *row = NULL;
 	int err = sfu_sframe__find(sf, pc, &fde, &row);
+	struct sfu_row lrow;
+	int lerr = sfu_sframe__lookup(sf, pc, &lfde, &lrow);
 
+	/* the row decoded alone from the section is the one decoded among all */
+	if (lerr != err || (!err && (lfde != fde || memcmp(&lrow, row, sizeof(lrow)))))
+		broken("lookup(%#llx) differs from find: %d against %d", (unsigned long long)pc,
+		       lerr, err);
 	if (err == -ENOENT)
 		return;
 	if (err)

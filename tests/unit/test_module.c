@@ -1561,6 +1561,67 @@ static char *mapped_file(const char *part)
 }
 
 /*
+ * Real tables, every function and row: the row sfu_sframe__lookup() decodes
+ * alone from the encoded section (what the unwinder uses) is the one
+ * sfu_sframe__find() finds among every row decoded, at each row's first
+ * byte, its last byte and past the function's end.
+ */
+static void test_lookup_real_tables(void **state)
+{
+	const char *parts[] = { "/libc.so", "/libm.so", "/libcmocka", "/proc/self/exe" };
+	size_t checked = 0;
+
+	(void)state;
+	for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+		char *path = strcmp(parts[p], "/proc/self/exe") ? mapped_file(parts[p]) :
+			     strdup(parts[p]);
+		const struct sfu_sframe *tables[2];
+		struct sfu_diag diag = { 0 };
+		struct sfu_module *m;
+
+		if (!path)
+			continue;	/* not mapped by this build of the test */
+		m = sfu_module__open(path, &diag);
+		if (!m)
+			fail_msg("%s: %s", path, diag.reason);
+		tables[0] = sfu_module__sframe(m);
+		tables[1] = sfu_module__eh_frame_table(m);
+		for (int t = 0; t < 2; t++) {
+			const struct sfu_sframe *sf = tables[t];
+
+			for (size_t i = 0; sf && i < sfu_sframe__fde_count(sf); i++) {
+				const struct sfu_fde *fde = sfu_sframe__fde(sf, i);
+
+				for (uint32_t k = 0; k < fde->num_fres; k++) {
+					const struct sfu_row *r = sfu_sframe__row(sf, fde->first_row + k);
+					uint64_t end = k + 1 < fde->num_fres ? r[1].start : fde->size;
+					uint64_t pcs[] = { fde->start + r->start, fde->start + end - 1,
+							   fde->start + fde->size };
+
+					for (size_t j = 0; j < 3; j++) {
+						const struct sfu_fde *ff, *lf;
+						const struct sfu_row *fr;
+						struct sfu_row lr;
+						int err = sfu_sframe__find(sf, pcs[j], &ff, &fr);
+
+						assert_int_equal(sfu_sframe__lookup(sf, pcs[j], &lf, &lr), err);
+						if (err)
+							continue;
+						assert_ptr_equal(lf, ff);
+						assert_memory_equal(&lr, fr, sizeof(lr));
+						checked++;
+					}
+				}
+			}
+		}
+		sfu_module__put(m);
+		free(path);
+	}
+	print_message("%zu lookups compared\n", checked);
+	assert_true(checked > 10000);	/* libc's rows at least */
+}
+
+/*
  * SFU_MODULE_OPEN_NO_SYMBOLS, by sfu_module__open_flags() and by the cache:
  * the module is the same for unwinding (build ID, segments, tables) and
  * names no function, where the same file opened with symbols does.
@@ -1679,6 +1740,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_cache_threads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_no_symbols, setup_dir, teardown_dir),
+		cmocka_unit_test(test_lookup_real_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

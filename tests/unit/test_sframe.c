@@ -1361,14 +1361,19 @@ static void walk(const struct sfu_sframe *sf)
 				assert_true(row->start > row[-1].start);
 		}
 		for (size_t p = 0; p < N(probe); p++) {
-			const struct sfu_fde *f = NULL;
+			const struct sfu_fde *f = NULL, *lf = NULL;
 			const struct sfu_row *row = NULL;
+			struct sfu_row lrow;
 			int err = sfu_sframe__find(sf, probe[p], &f, &row);
 
+			/* the row decoded alone is the one every row was decoded into */
+			assert_int_equal(sfu_sframe__lookup(sf, probe[p], &lf, &lrow), err);
 			if (err) {
 				assert_int_equal(err, -ENOENT);
 				continue;
 			}
+			assert_ptr_equal(lf, f);
+			assert_memory_equal(&lrow, row, sizeof(lrow));
 			assert_true(probe[p] - f->start < f->size);
 			assert_true(row >= sfu_sframe__row(sf, f->first_row));
 			assert_true(row <= sfu_sframe__row(sf, f->first_row + f->num_fres - 1));
