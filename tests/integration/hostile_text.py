@@ -476,8 +476,10 @@ def case_recorded(ctx):
     if p.returncode != 0:
         raise Failure(f'sfprof record exited with {p.returncode}')
     # the kernel keeps 15 bytes of a comm
-    # before its prctl() the process has the name exec gave it: its file's
-    want = {'comms': [COMM[:15]], 'roots': [], 'also': [BASE[:15]], 'exe': exe, 'plain': plain, 'sym': SYM, 'unnamed': None, 'ksym': None,
+    # before its prctl() the process has the name exec gave it (its file's), and before
+    # the exec, sfprof's child's
+    want = {'comms': [COMM[:15]], 'roots': [], 'also': [BASE[:15], b'sfprof'], 'exe': exe,
+            'plain': plain, 'sym': SYM, 'unnamed': None, 'ksym': None,
             'cmdline': b'', 'src': SRC, 'samples': None, 'script_lines': None}
     # the recorded command line is the command: the hostile path, then its argument
     want['cmdline'] = exe + b' 2'
