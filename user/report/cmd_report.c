@@ -36,6 +36,8 @@ static const char usage[] =
 	"Self is the share of samples whose innermost frame (in the kernel if the\n"
 	"sample was taken there) falls in the row. Symbols are [.] for user code and\n"
 	"[k] for the kernel; an address no symbol covers shows as module+0xoffset.\n"
+	"Names, modules and comms are printed escaped: bytes that are not UTF-8 and\n"
+	"control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\.\n"
 	"In a profile made from a trace (sfprof import), samples are weighted by\n"
 	"nanoseconds of wall time and the shares are shares of that time.\n";
 
