@@ -6,8 +6,8 @@
 #include <zlib.h>
 
 #include "export.h"
-#include "util/text.h"
 #include "util/hmap.h"
+#include "util/text.h"
 #include "util/vec.h"
 
 /* Field numbers of profile.proto. */
