@@ -688,10 +688,10 @@ def check_probe(dom):
 
 def case_svg(ctx):
     # a name of 16 bytes: its comm keeps 15, the first byte of the UTF-8 'é' alone,
-    # which is not UTF-8 and must not make the SVG bad XML
+    # which is not UTF-8 and must not make the SVG bad XML: it is escaped, as everywhere
     data, prof, prog, lib = record_chains(ctx, 'svg.data',
                                           exe=os.fsdecode(b'record_chains_\xc3\xa9'))
-    root = 'record_chains_?'
+    root = 'record_chains_\\xc3'
     path = ctx.path('flamegraph.svg')
     export(ctx, data, 'svg', out=path, extra=['--title', 'record_chains & <friends>'])
     with open(path, encoding='utf-8', errors='surrogateescape') as f:

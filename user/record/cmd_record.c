@@ -17,6 +17,7 @@
 #include "cmds.h"
 #include "pipeline.h"
 #include "sampler.h"
+#include "util/text.h"
 
 #define DEFAULT_FREQ	999
 /* The copy a thread starts with; its own unwinds then size it (--stack-size fixes it instead). */
@@ -352,8 +353,12 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 {
 	struct record *r = ctx;
 
-	fprintf(stderr, "%ssfprof: process %u (%s): %s\n", r->tty ? "\r\033[K" : "", pid,
-		comm[0] ? comm : "?", why);
+	/* the comm and the paths in @why are the process's: escaped, as in every output */
+	fprintf(stderr, "%ssfprof: process %u (", r->tty ? "\r\033[K" : "", pid);
+	text_put(stderr, comm[0] ? comm : "?", 0);
+	fputs("): ", stderr);
+	text_put(stderr, why, 0);
+	fputc('\n', stderr);
 }
 
 /* Samples lost so far, every cause: the ring, the reader's late queue, the unwinders' queue. */

@@ -9,6 +9,7 @@
 #include "cmds.h"
 #include "profile/profile.h"
 #include "sfunwind/cbf.h"
+#include "util/text.h"
 
 static const char usage[] =
 	"usage: sfprof dump [-i FILE]\n"
@@ -46,30 +47,52 @@ static void print_meta(const char *path, const struct profile_meta *m)
 	       m->flags & PROFILE_F_SYSTEM_WIDE ? ", system-wide" : "",
 	       m->flags & PROFILE_F_COMMAND ? ", command" : "",
 	       m->flags & PROFILE_F_WALL_NS ? ", weights in ns of wall time" : "");
-	printf("# host %s, kernel %s, machine %s\n", m->host ? m->host : "?",
-	       m->release ? m->release : "?", m->machine ? m->machine : "?");
-	if (m->cmdline)
-		printf("# command line: %s\n", m->cmdline);
+	fputs("# host ", stdout);
+	text_put(stdout, m->host ? m->host : "?", 0);
+	fputs(", kernel ", stdout);
+	text_put(stdout, m->release ? m->release : "?", 0);
+	fputs(", machine ", stdout);
+	text_put(stdout, m->machine ? m->machine : "?", 0);
+	putchar('\n');
+	if (m->cmdline) {
+		fputs("# command line: ", stdout);
+		text_put(stdout, m->cmdline, 0);
+		putchar('\n');
+	}
+}
+
+/* A string of the file between double quotes, escaped (text.h) with '"' too. */
+static void print_quoted(const char *s)
+{
+	putchar('"');
+	text_put(stdout, s, TEXT_QUOTED);
+	putchar('"');
 }
 
 static void print_record(const struct profile_record *r)
 {
 	switch (r->type) {
 	case PROFILE_REC_PROCESS:
-		printf("process pid %u ppid %u comm \"%s\" exe \"%s\" pidns %" PRIu64 " mntns %" PRIu64
-		       " nspid %u\n", r->process.pid, r->process.ppid, r->process.comm,
-		       r->process.exe, r->process.pid_ns, r->process.mnt_ns, r->process.ns_pid);
+		printf("process pid %u ppid %u comm ", r->process.pid, r->process.ppid);
+		print_quoted(r->process.comm);
+		fputs(" exe ", stdout);
+		print_quoted(r->process.exe);
+		printf(" pidns %" PRIu64 " mntns %" PRIu64 " nspid %u\n", r->process.pid_ns,
+		       r->process.mnt_ns, r->process.ns_pid);
 		break;
 	case PROFILE_REC_THREAD:
-		printf("thread pid %u tid %u comm \"%s\"\n", r->thread.pid, r->thread.tid,
-		       r->thread.comm);
+		printf("thread pid %u tid %u comm ", r->thread.pid, r->thread.tid);
+		print_quoted(r->thread.comm);
+		putchar('\n');
 		break;
 	case PROFILE_REC_MODULE:
 		printf("module %u build-id ", r->module.id);
 		for (size_t i = 0; i < r->module.build_id_len; i++)
 			printf("%02x", r->module.build_id[i]);
-		printf("%s size %" PRIu64 " path \"%s\"\n", r->module.build_id_len ? "" : "-",
-		       r->module.file_size, r->module.path);
+		printf("%s size %" PRIu64 " path ", r->module.build_id_len ? "" : "-",
+		       r->module.file_size);
+		print_quoted(r->module.path);
+		putchar('\n');
 		break;
 	case PROFILE_REC_MAPPING:
 		printf("mapping pid %u 0x%" PRIx64 "-0x%" PRIx64 " offset 0x%" PRIx64 " %c%c%c module %u\n",
@@ -102,7 +125,9 @@ static void print_record(const struct profile_record *r)
 	case PROFILE_REC_COMM:
 		printf("comm ");
 		print_time(r->comm.time_ns);
-		printf(" pid %u tid %u comm \"%s\"\n", r->comm.pid, r->comm.tid, r->comm.comm);
+		printf(" pid %u tid %u comm ", r->comm.pid, r->comm.tid);
+		print_quoted(r->comm.comm);
+		putchar('\n');
 		break;
 	}
 }

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sfprof export: a profile as symbolizer markup, collapsed stacks, pprof or an SVG flame graph. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmds.h"
 #include "export.h"
 #include "session.h"
+#include "util/outfile.h"
 
 static const char usage[] =
 	"usage: sfprof export [-i FILE] -f FORMAT [-o OUT] [--title TEXT] [--min-width PX]\n"
@@ -29,17 +28,25 @@ static const char usage[] =
 	"  collapsed  one line per distinct stack: the process name, then its frames\n"
 	"             outermost first (user, then kernel frames with the suffix _[k]),\n"
 	"             joined by ';', a space and the number of samples. For FlameGraph's\n"
-	"             flamegraph.pl and speedscope. Unnamed code is MODULE+0xOFFSET.\n"
+	"             flamegraph.pl and speedscope. Unnamed code is MODULE+0xOFFSET;\n"
+	"             a ';' in a name is written \\x3b.\n"
 	"  pprof      gzipped profile.proto for `go tool pprof`: sample types\n"
 	"             samples/count and cpu/nanoseconds, mappings with build IDs,\n"
 	"             locations, functions, and pid, tid and thread labels.\n"
 	"  svg        an interactive flame graph, root at the bottom: hover for a\n"
 	"             frame's share, click to zoom, Ctrl-F to search. Self-contained.\n"
 	"\n"
+	"Names, paths and comms are escaped in every format: bytes that are not UTF-8\n"
+	"and control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\;\n"
+	"markup '{' and '}' as \\xHH too (and ':' in its fields), svg XML's characters\n"
+	"as entities.\n"
+	"\n"
 	"options:\n"
 	"  -i, --input FILE            the profile (default sfprof.data)\n"
 	"  -f, --format FORMAT         markup, collapsed, pprof or svg\n"
-	"  -o, --output OUT            write to OUT instead of stdout\n"
+	"  -o, --output OUT            write to OUT instead of stdout: a new file, owner-only\n"
+	"                              (0600, as the profile), put in place when complete;\n"
+	"                              a symbolic link there is refused\n"
 	"      --title TEXT            the flame graph's title (svg)\n"
 	"      --min-width PX          leave out frames narrower than PX pixels (svg,\n"
 	"                              default 0.1, as flamegraph.pl)\n"
@@ -51,41 +58,6 @@ static const char usage[] =
 enum { OPT_TITLE = 256, OPT_MIN_WIDTH };
 
 static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
-
-/*
- * Where to write: a regular file (or a new one) through a temporary file in
- * its directory, renamed over it once complete, so a failed export leaves
- * what was there; anything else (a pipe, a device) directly.
- */
-static FILE *open_output(const char *output, char **tmp)
-{
-	struct stat st;
-	FILE *out;
-	int fd;
-
-	*tmp = NULL;
-	if (!stat(output, &st) && !S_ISREG(st.st_mode))
-		return fopen(output, "w");
-	if (asprintf(tmp, "%s.tmp.%d", output, (int)getpid()) < 0) {
-		*tmp = NULL;
-		errno = ENOMEM;
-		return NULL;
-	}
-	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0 || !(out = fdopen(fd, "w"))) {
-		int e = errno;
-
-		if (fd >= 0) {
-			close(fd);
-			unlink(*tmp);
-		}
-		free(*tmp);
-		*tmp = NULL;
-		errno = e;
-		return NULL;
-	}
-	return out;
-}
 
 static int run(const struct session *s, const char *format, FILE *out,
 	       const struct svg_opts *svg)
@@ -117,7 +89,8 @@ int cmd_export(int argc, char **argv)
 	const char **dirs = NULL;
 	struct profile_diag diag;
 	struct session *s = NULL;
-	char deftitle[512], *tmp = NULL;
+	struct outfile *file = NULL;
+	char *deftitle = NULL;
 	FILE *out = stdout;
 	int c, err, ret = 1;
 	bool known = false;
@@ -193,22 +166,34 @@ int cmd_export(int argc, char **argv)
 	if (!svg.title) {
 		const char *cmdline = session__meta(s)->cmdline;
 
-		snprintf(deftitle, sizeof(deftitle), "sfprof: %s", cmdline && *cmdline ? cmdline : path);
+		/* export_svg() escapes the title: it may be the profiled command's */
+		if (asprintf(&deftitle, "sfprof: %s", cmdline && *cmdline ? cmdline : path) < 0) {
+			deftitle = NULL;
+			fprintf(stderr, "sfprof export: out of memory\n");
+			goto out;
+		}
 		svg.title = deftitle;
 	}
-	if (output && !(out = open_output(output, &tmp))) {
-		fprintf(stderr, "sfprof export: %s: %s\n", output, strerror(errno));
+	if (output && !(file = outfile__create(output))) {
+		if (errno == ELOOP)
+			fprintf(stderr, "sfprof export: %s: a symbolic link: not followed (name the "
+				"file it points to)\n", output);
+		else
+			fprintf(stderr, "sfprof export: %s: %s\n", output, strerror(errno));
 		goto out;
 	}
+	if (file)
+		out = outfile__stream(file);
 	err = run(s, format, out, &svg);
-	if (fflush(out) && !err)
+	if (file) {
+		if (err)
+			outfile__discard(file);
+		else
+			err = outfile__commit(file);
+		file = NULL;
+	} else if (fflush(out) && !err) {
 		err = -errno;
-	if (output && fclose(out) && !err)
-		err = -errno;
-	if (tmp && !err && rename(tmp, output))
-		err = -errno;
-	if (tmp && err)
-		unlink(tmp);
+	}
 	if (err) {
 		fprintf(stderr, "sfprof export: %s: %s\n", output ? output : "stdout",
 			strerror(-err));
@@ -218,6 +203,6 @@ int cmd_export(int argc, char **argv)
 out:
 	session__free(s);
 	free(dirs);
-	free(tmp);
+	free(deftitle);
 	return ret;
 }

@@ -12,6 +12,7 @@
 #include "util/hmap.h"
 #include "session.h"
 #include "strtab.h"
+#include "util/text.h"
 #include "util/vec.h"
 
 static const char usage[] =
@@ -35,6 +36,8 @@ static const char usage[] =
 	"Self is the share of samples whose innermost frame (in the kernel if the\n"
 	"sample was taken there) falls in the row. Symbols are [.] for user code and\n"
 	"[k] for the kernel; an address no symbol covers shows as module+0xoffset.\n"
+	"Names, modules and comms are printed escaped: bytes that are not UTF-8 and\n"
+	"control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\.\n"
 	"In a profile made from a trace (sfprof import), samples are weighted by\n"
 	"nanoseconds of wall time and the shares are shares of that time.\n";
 
@@ -77,13 +80,38 @@ struct report {
 	char buf[8192];	/* one symbol column; demangled templates run long */
 };
 
-/* The id of @str in the report's strings. @return 0 or -ENOMEM. */
-static int intern(struct report *r, const char *str, uint32_t *id)
+/* The id of @str in the report's strings, as printed. @return 0 or -ENOMEM. */
+static int intern_shown(struct report *r, const char *str, uint32_t *id)
 {
 	int64_t v = strtab__intern(&r->strs, str, strlen(str));
 
 	*id = (uint32_t)v;
 	return v < 0 ? (int)v : 0;
+}
+
+/*
+ * The id of @str from outside (a comm, a module's name), escaped: the report
+ * keeps its strings as it prints them. The escaping is injective, so rows
+ * stay as distinct as the names.
+ */
+static int intern(struct report *r, const char *str, uint32_t *id)
+{
+	size_t n;
+
+	if (text_clean(str, 0))
+		return intern_shown(r, str, id);
+	n = text_escape(r->buf, sizeof(r->buf), str, 0);
+	if (n >= sizeof(r->buf)) {
+		char *heap = text_dup(str, 0);
+		int err;
+
+		if (!heap)
+			return -ENOMEM;
+		err = intern_shown(r, heap, id);
+		free(heap);
+		return err;
+	}
+	return intern_shown(r, r->buf, id);
 }
 
 static int parse_sort(struct report *r, const char *arg)
@@ -157,7 +185,7 @@ static int group_samples(struct report *r)
 static int frame_ids(struct report *r, uint32_t i, uint32_t *dso, uint32_t *sym)
 {
 	const struct session_frame *f;
-	char name[256];
+	char name[320];
 	int err;
 
 	if (r->frame_sym[i]) {
@@ -166,9 +194,15 @@ static int frame_ids(struct report *r, uint32_t i, uint32_t *dso, uint32_t *sym)
 		return 0;
 	}
 	f = session__frame(r->s, i);
-	snprintf(r->buf, sizeof(r->buf), "[%c] %s", f->kernel ? 'k' : '.',
-		 session_frame_name(f, name, sizeof(name)));
-	if ((err = intern(r, f->dso ? f->dso : "[unknown]", dso)) || (err = intern(r, r->buf, sym)))
+	if ((err = intern(r, f->dso ? f->dso : "[unknown]", dso)))
+		return err;
+	/* a name longer than the column's room is cut, never inside an escape */
+	r->buf[0] = '[';
+	r->buf[1] = f->kernel ? 'k' : '.';
+	r->buf[2] = ']';
+	r->buf[3] = ' ';
+	text_escape(r->buf + 4, sizeof(r->buf) - 4, session_frame_name(f, name, sizeof(name)), 0);
+	if ((err = intern_shown(r, r->buf, sym)))
 		return err;
 	r->frame_dso[i] = *dso;
 	r->frame_sym[i] = *sym;
@@ -191,8 +225,8 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 		uint32_t dso, sym;
 
 		if (frame == UINT32_MAX) {
-			if ((err = intern(r, "[unknown]", &dso)) ||
-			    (err = intern(r, "[.] [unknown]", &sym)))
+			if ((err = intern_shown(r, "[unknown]", &dso)) ||
+			    (err = intern_shown(r, "[.] [unknown]", &sym)))
 				return err;
 		} else if ((err = frame_ids(r, frame, &dso, &sym))) {
 			return err;
@@ -234,7 +268,7 @@ static int make_rows(struct report *r)
 	{
 		uint32_t none;
 
-		if ((err = intern(r, "", &none)))
+		if ((err = intern_shown(r, "", &none)))
 			return err;
 	}
 	for (size_t i = 0; i < r->ngroups; i++) {
@@ -301,7 +335,9 @@ static const char *cell(struct report *r, const struct row *row, enum sort_key k
 			size_t cap)
 {
 	if (key == KEY_PID) {
-		snprintf(buf, cap, "%7u:%s", row->key[KEY_PID], row->pcomm ? row->pcomm : "");
+		int n = snprintf(buf, cap, "%7u:", row->key[KEY_PID]);
+
+		text_escape(buf + n, cap - n, row->pcomm ? row->pcomm : "", 0);
 		return buf;
 	}
 	return r->strs.strs[row->key[key]];
@@ -314,8 +350,11 @@ static void print_header(struct report *r, const char *path)
 	double secs = t->samples ? (t->last_ns - t->first_ns) / 1e9 : 0;
 
 	printf("# sfprof report of %s\n", path);
-	if (meta->cmdline && *meta->cmdline)
-		printf("# Command line: %s\n", meta->cmdline);
+	if (meta->cmdline && *meta->cmdline) {
+		fputs("# Command line: ", stdout);
+		text_put(stdout, meta->cmdline, 0);
+		putchar('\n');
+	}
 	printf("#\n");
 	printf("# Total Lost Samples: %" PRIu64 "\n#\n", t->lost);
 	if (meta->flags & PROFILE_F_WALL_NS) {
@@ -343,7 +382,7 @@ static void print_rows(struct report *r)
 {
 	uint64_t total = session__totals(r->s)->weight;
 	size_t width[NKEYS] = { 0 };
-	char buf[64];
+	char buf[128];
 
 	for (size_t k = 0; k < r->nkeys; k++)
 		width[k] = strlen(key_titles[r->keys[k]]);

@@ -9,6 +9,7 @@
 
 #include "cmds.h"
 #include "session.h"
+#include "util/text.h"
 
 static const char usage[] =
 	"usage: sfprof script [-i FILE] [--debug-file-directory DIR]... [--no-debuginfod]\n"
@@ -26,9 +27,12 @@ static const char usage[] =
 	"time and the event is wall-time.\n"
 	"\n"
 	"User addresses are module-relative (the ELF address), kernel ones absolute. An\n"
-	"address no symbol covers is named module+0xoffset (with +0x0 after it, so that\n"
-	"tools which strip the offset keep the address). Where the depth limit left frames\n"
-	"out, a line says how many: [N frames omitted].\n"
+	"address no symbol covers is named module+0xoffset, with no offset after it (as\n"
+	"perf script prints [unknown]; stackcollapse-perf.pl then keeps the module's\n"
+	"name). Where the depth limit left frames out, a line says how many:\n"
+	"[N frames omitted]. Names, modules and comms are printed escaped: bytes that\n"
+	"are not UTF-8 and control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a\n"
+	"backslash as \\\\.\n"
 	"\n"
 	"  -i, --input FILE            the profile\n"
 	"      --debug-file-directory DIR\n"
@@ -36,21 +40,32 @@ static const char usage[] =
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
 
-/* The text of frame @f's line, made once per distinct frame. */
+/*
+ * The text of frame @f's line, made once per distinct frame: the name and
+ * the module escaped (text.h), so that no name can start a line of its own.
+ * A frame no symbol covers is named module+0xoffset, once: perf script puts
+ * no offset after a name it did not find either.
+ */
 static char *frame_line(const struct session_frame *f)
 {
-	char name[256], *line;
-	int n;
+	char name[320], off[24] = "", *line, *shown = NULL, *mod = NULL;
+	int n = -1;
 
-	if (f->omitted)
+	if (f->omitted) {
 		n = asprintf(&line, "\t%16x [%" PRIu64 " frames omitted] ([omitted])\n", 0,
 			     f->omitted);
-	else
-		n = asprintf(&line, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n",
-			     f->kernel || !f->module ? f->addr : f->rel,
-			     session_frame_name(f, name, sizeof(name)), f->sym ? f->offset : 0,
-			     f->kernel ? "[kernel.kallsyms]" : f->dso_path ? f->dso_path
-						 : f->dso ? f->dso : "[unknown]");
+		return n < 0 ? NULL : line;
+	}
+	if (f->sym)
+		snprintf(off, sizeof(off), "+0x%" PRIx64, f->offset);
+	shown = text_dup(session_frame_name(f, name, sizeof(name)), 0);
+	mod = text_dup(f->kernel ? "[kernel.kallsyms]" : f->dso_path ? f->dso_path
+					 : f->dso ? f->dso : "[unknown]", 0);
+	if (shown && mod)
+		n = asprintf(&line, "\t%16" PRIx64 " %s%s (%s)\n",
+			     f->kernel || !f->module ? f->addr : f->rel, shown, off, mod);
+	free(shown);
+	free(mod);
 	return n < 0 ? NULL : line;
 }
 
@@ -72,8 +87,9 @@ static int print_samples(struct session *s)
 
 		snprintf(time, sizeof(time), "%" PRIu64 ".%06" PRIu64, usecs / 1000000,
 			 usecs % 1000000);
-		printf("%s %5u/%-5u [%03u] %12s: %10u %s: \n", smp->comm ? smp->comm : ":-1",
-		       smp->pid, smp->tid, smp->cpu, time, smp->weight, event);
+		text_put(stdout, smp->comm ? smp->comm : ":-1", 0);
+		printf(" %5u/%-5u [%03u] %12s: %10u %s: \n", smp->pid, smp->tid, smp->cpu, time,
+		       smp->weight, event);
 		for (uint32_t j = 0; j < st->count; j++) {
 			uint32_t fi = st->frames[j];
 

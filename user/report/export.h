@@ -49,7 +49,7 @@ struct folded_stack {
 struct folded {
 	struct folded_stack *stacks;	/* distinct, sorted by name, level by level */
 	size_t nstacks;
-	struct strtab names;		/* ';' in a name is replaced by ':' */
+	struct strtab names;		/* as the session has them: escape them to print */
 	uint8_t *kinds;			/* enum fold_kind, by name id */
 	uint64_t total;			/* the sum of the counts: every sample's weight */
 };

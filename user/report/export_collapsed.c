@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "util/text.h"
 #include "util/vec.h"
 
 struct fold_ctx {
@@ -15,7 +16,7 @@ struct fold_ctx {
 	uint32_t *frame_names;	/* by session frame: name id + 1, 0 until named */
 };
 
-/* Intern @name + @suffix with ';' (the frame separator) and line breaks replaced. */
+/* Intern @name + @suffix as it is: the formats escape names as they write them. */
 static int64_t intern(struct fold_ctx *c, const char *name, const char *suffix,
 		      enum fold_kind kind)
 {
@@ -25,8 +26,7 @@ static int64_t intern(struct fold_ctx *c, const char *name, const char *suffix,
 
 	if (!buf)
 		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		buf[i] = name[i] == ';' ? ':' : name[i] == '\n' || name[i] == '\r' ? ' ' : name[i];
+	memcpy(buf, name, len);
 	memcpy(buf + len, suffix, slen + 1);
 	id = strtab__intern(&c->f->names, buf, len + slen);
 	free(buf);
@@ -171,21 +171,43 @@ void folded__release(struct folded *f)
 
 int export_collapsed(const struct session *s, FILE *out)
 {
+	char **shown = NULL;	/* by name id: the escaped name, NULL when it is its own */
 	struct folded f;
 	int err;
 
 	if ((err = folded__build(&f, s)))
 		return err;
+	/* each name escaped once: ';' too, so that a frame holding one stays one frame */
+	shown = calloc(f.names.count + 1, sizeof(*shown));
+	if (!shown) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < f.names.count; i++) {
+		if (text_clean(f.names.strs[i], TEXT_FOLDED))
+			continue;
+		if (!(shown[i] = text_dup(f.names.strs[i], TEXT_FOLDED))) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < f.nstacks; i++) {
 		const struct folded_stack *st = &f.stacks[i];
 
 		for (uint32_t j = 0; j < st->depth; j++) {
+			uint32_t id = st->names[j];
+
 			if (j)
 				putc(';', out);
-			fputs(f.names.strs[st->names[j]], out);
+			fputs(shown[id] ? shown[id] : f.names.strs[id], out);
 		}
 		fprintf(out, " %" PRIu64 "\n", st->count);
 	}
+	err = export_stream_error(out);
+out:
+	for (size_t i = 0; shown && i < f.names.count; i++)
+		free(shown[i]);
+	free(shown);
 	folded__release(&f);
-	return export_stream_error(out);
+	return err;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "util/text.h"
 
 /* %p of the markup spec: 0x and an even number of hex digits. */
 static const char *hex_p(char *buf, size_t cap, uint64_t v)
@@ -14,14 +15,6 @@ static const char *hex_p(char *buf, size_t cap, uint64_t v)
 
 	snprintf(buf, cap, "0x%0*" PRIx64, n + (n & 1), v);
 	return buf;
-}
-
-/* A field holds no ':' or '}' and only printable characters. */
-static void put_field(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		putc(*s == ':' || *s == '}' || *s == '{' || (unsigned char)*s < 0x20 ||
-		     *s == 0x7f ? '_' : *s, out);
 }
 
 static const char *basename_of(const char *path)
@@ -54,7 +47,8 @@ static void put_context(FILE *out, const struct image_layout *l, uint32_t *stamp
 		stamp[im->maps[i].module - 1] = image + 1;
 		mod = session__module(l->s, im->maps[i].module - 1);
 		fprintf(out, "{{{module:%u:", im->maps[i].module);
-		put_field(out, basename_of(mod->path ? mod->path : ""));
+		/* a field holds no ':' or '}' and only printable characters */
+		text_put(out, basename_of(mod->path ? mod->path : ""), TEXT_FIELD);
 		fputs(":elf:", out);
 		for (size_t j = 0; j < mod->build_id_len; j++)
 			fprintf(out, "%02x", mod->build_id[j]);
@@ -79,7 +73,8 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 	unsigned n = 0;
 	char buf[128];
 
-	put_field(out, sm->comm && *sm->comm ? sm->comm : im->comm);
+	/* the filter acts on elements and SGR escapes anywhere in a line: none in a name */
+	text_put(out, sm->comm && *sm->comm ? sm->comm : im->comm ? im->comm : "", TEXT_MARKUP);
 	fprintf(out, " %u/%u [%03u] %" PRIu64 ".%09" PRIu64 ":", sm->pid, sm->tid, sm->cpu,
 		sm->time_ns / 1000000000u, sm->time_ns % 1000000000u);
 	if (sm->weight != 1)
@@ -101,9 +96,11 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 		if (image_layout__frame_addr(l, f, &addr, &map) && f->module && describable(l, map))
 			fprintf(out, "{{{bt:%u:%s:%s}}}\n", n, hex_p(buf, sizeof(buf), addr),
 				f->is_ra ? "ra" : "pc");
-		else	/* no module with a build ID to name it by: as llvm-symbolizer prints a frame */
-			fprintf(out, "    #%u    0x%016" PRIx64 " %s\n", n, addr,
-				session_frame_name(f, buf, sizeof(buf)));
+		else {	/* no module with a build ID to name it by: as llvm-symbolizer prints a frame */
+			fprintf(out, "    #%u    0x%016" PRIx64 " ", n, addr);
+			text_put(out, session_frame_name(f, buf, sizeof(buf)), TEXT_MARKUP);
+			putc('\n', out);
+		}
 		n++;
 	}
 	if (st->truncated)

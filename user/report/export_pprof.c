@@ -7,6 +7,7 @@
 
 #include "export.h"
 #include "util/hmap.h"
+#include "util/text.h"
 #include "util/vec.h"
 
 /* Field numbers of profile.proto. */
@@ -110,10 +111,28 @@ struct pprof {
 	bool oom;
 };
 
+/*
+ * The id of @s in the string table, escaped: protobuf strings are UTF-8, and
+ * names, paths and comms come from outside. The escaping is injective, so
+ * distinct strings keep distinct ids.
+ */
 static uint64_t str(struct pprof *p, const char *s)
 {
-	int64_t id = strtab__intern(&p->strs, s ? s : "", s ? strlen(s) : 0);
+	char buf[256], *heap = NULL;
+	const char *shown = s ? s : "";
+	int64_t id;
 
+	if (!text_clean(shown, 0)) {
+		size_t n = text_escape(buf, sizeof(buf), shown, 0);
+
+		if (n >= sizeof(buf) && !(heap = text_dup(shown, 0))) {
+			p->oom = true;
+			return 0;
+		}
+		shown = heap ? heap : buf;
+	}
+	id = strtab__intern(&p->strs, shown, strlen(shown));
+	free(heap);
 	if (id < 0) {
 		p->oom = true;
 		return 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "util/text.h"
 #include "util/vec.h"
 
 #define WIDTH 1200
@@ -218,69 +219,6 @@ out:
 	return err;
 }
 
-/* The length of the well-formed UTF-8 character at @s (RFC 3629), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-	uint32_t c;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, past U+10FFFF, and the two XML excludes */
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
-		return 0;
-	return n;
-}
-
-/* The number of characters put_escaped() writes for @s. */
-static size_t text_len(const char *s)
-{
-	size_t n = 0;
-
-	for (size_t i = 0, k; s[i]; i += k ? k : 1, n++)
-		k = utf8_len((const unsigned char *)s + i);
-	return n;
-}
-
-/*
- * At most @max characters of @s as XML text: markup characters escaped, and
- * what XML does not allow (control characters, bytes that are not UTF-8, as a
- * comm cut in the middle of a character leaves them) replaced.
- */
-static void put_escaped(FILE *out, const char *s, size_t max)
-{
-	for (size_t i = 0, k; s[i] && max; i += k ? k : 1, max--) {
-		k = utf8_len((const unsigned char *)s + i);
-		switch (k ? s[i] : 0) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		case 0: putc('?', out); break;
-		default:
-			if ((unsigned char)s[i] < 0x20)
-				putc(' ', out);
-			else
-				fwrite(s + i, 1, k, out);
-		}
-	}
-}
-
 static uint32_t name_hash(const char *s)
 {
 	uint32_t h = 2166136261u;
@@ -310,13 +248,14 @@ static void put_node(FILE *out, const struct folded *f, const struct node *n, ui
 	const char *name = n->name == all && !n->depth ? "all" : f->names.strs[n->name];
 	double x = XPAD + n->x * scale, w = n->w * scale;
 	unsigned y = height - BOTTOM - (n->depth + 1) * FRAME_H;
-	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = text_len(name);
+	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = text_width(name, TEXT_XML);
 	char fill[32];
 
 	color(fill, sizeof(fill), name, n->depth ? f->kinds[n->name] : FOLD_OTHER, !n->depth);
 	fprintf(out, "<g class=\"f\" fg:x=\"%" PRIu64 "\" fg:w=\"%" PRIu64 "\" fg:d=\"%u\"><title>",
 		n->x, n->w, n->depth);
-	put_escaped(out, name, SIZE_MAX);
+	/* names as every format shows them, and XML's own escapes */
+	text_put(out, name, TEXT_XML);
 	/* an imported trace is weighted by ns of wall time */
 	fprintf(out, " (%" PRIu64 " %s%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%u\" "
 		"width=\"%.2f\" height=\"%u\" fill=\"%s\"/>", n->w, wall ? "ns" : "sample",
@@ -325,7 +264,7 @@ static void put_node(FILE *out, const struct folded *f, const struct node *n, ui
 	/* the script fits names again after each zoom; this is for viewers without it */
 	if (fit >= 3) {
 		fprintf(out, "<text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
-		put_escaped(out, name, len > fit ? fit - 2 : SIZE_MAX);
+		text_put_width(out, name, TEXT_XML, len > fit ? fit - 2 : SIZE_MAX);
 		fputs(len > fit ? "..</text>" : "</text>", out);
 	}
 	fputs("</g>\n", out);
@@ -364,7 +303,7 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"rgb(248,248,248)\"/>\n",
 		WIDTH, height);
 	fprintf(out, "<text id=\"title\" x=\"%u\" y=\"22\">", WIDTH / 2);
-	put_escaped(out, opts->title, SIZE_MAX);
+	text_put(out, opts->title, TEXT_XML);
 	if (wall)
 		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%.6f s of wall "
 			"time in %" PRIu64 " samples, widths in ns; root at the bottom; click a frame "

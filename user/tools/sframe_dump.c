@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "sframe_dump.h"
+#include "util/text.h"
 
 static void diag_set(struct sfu_diag *diag, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -125,10 +126,10 @@ static void print_function_name(FILE *out, const struct sfu_module *m, bool relo
 		fputs("?", out);
 		return;
 	}
+	/* the ELF file chose the name: escaped, as every name sfprof prints */
+	text_put(out, name, 0);
 	if (off)
-		fprintf(out, "%s+%#" PRIx64, name, off);
-	else
-		fputs(name, out);
+		fprintf(out, "+%#" PRIx64, off);
 }
 
 /*
