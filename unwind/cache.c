@@ -285,8 +285,19 @@ size_t sfu_cache__count(const struct sfu_cache *cache)
 	return n;
 }
 
-/* Keep the entries of @n pointers (at @stride bytes, the module pointer @offset in) whose module lives. */
-static size_t keep_live(void *array, size_t n, size_t stride, size_t offset)
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Keep the entries of @n pointers (at @stride bytes, the module pointer
+ * @offset in) whose module is not one of the @ndead sorted in @dead.
+ */
+static size_t drop_dead(void *array, size_t n, size_t stride, size_t offset,
+			struct sfu_module **dead, size_t ndead)
 {
 	uint8_t *a = array;
 	size_t kept = 0;
@@ -295,7 +306,7 @@ static size_t keep_live(void *array, size_t n, size_t stride, size_t offset)
 		struct sfu_module *m;
 
 		memcpy(&m, a + i * stride + offset, sizeof(m));
-		if (sfu_module__refs(m) == 1)
+		if (bsearch(&m, dead, ndead, sizeof(*dead), ptr_cmp))
 			continue;
 		if (kept != i)
 			memcpy(a + kept * stride, a + i * stride, stride);
@@ -306,25 +317,40 @@ static size_t keep_live(void *array, size_t n, size_t stride, size_t offset)
 
 size_t sfu_cache__trim(struct sfu_cache *cache)
 {
-	size_t released = 0, kept = 0;
+	struct sfu_module **dead;
+	size_t ndead = 0, kept = 0;
 
 	pthread_mutex_lock(&cache->lock);
-	/* the indexes first: they hold no reference of their own */
-	cache->file_count = keep_live(cache->files, cache->file_count, sizeof(*cache->files),
-				      offsetof(struct file_entry, module));
-	cache->build_id_count = keep_live(cache->by_build_id, cache->build_id_count,
-					  sizeof(*cache->by_build_id), 0);
+	/*
+	 * Which modules only the cache holds is decided once: a count read
+	 * again for the indexes could have fallen to 1 meanwhile (another
+	 * thread freeing an address space needs no lock), leaving an index
+	 * entry to a module released here. A count of 1 cannot rise again: the
+	 * only way to such a module is through the indexes, under this lock.
+	 */
+	dead = malloc((cache->count ? cache->count : 1) * sizeof(*dead));
+	if (!dead) {
+		pthread_mutex_unlock(&cache->lock);
+		return 0;	/* nothing released: a later trim will */
+	}
 	for (size_t i = 0; i < cache->count; i++) {
 		struct sfu_module *m = cache->modules[i];
 
-		if (sfu_module__refs(m) == 1) {
-			sfu_module__put(m);
-			released++;
-			continue;
-		}
-		cache->modules[kept++] = m;
+		if (sfu_module__refs(m) == 1)
+			dead[ndead++] = m;
+		else
+			cache->modules[kept++] = m;
 	}
 	cache->count = kept;
+	qsort(dead, ndead, sizeof(*dead), ptr_cmp);
+	/* the indexes first: they hold no reference of their own */
+	cache->file_count = drop_dead(cache->files, cache->file_count, sizeof(*cache->files),
+				      offsetof(struct file_entry, module), dead, ndead);
+	cache->build_id_count = drop_dead(cache->by_build_id, cache->build_id_count,
+					  sizeof(*cache->by_build_id), 0, dead, ndead);
+	for (size_t i = 0; i < ndead; i++)
+		sfu_module__put(dead[i]);
 	pthread_mutex_unlock(&cache->lock);
-	return released;
+	free(dead);
+	return ndead;
 }

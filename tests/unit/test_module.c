@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1560,6 +1561,86 @@ static char *mapped_file(const char *part)
 	return found;
 }
 
+#define TRIM_FILES 32
+
+struct trim_race {
+	struct sfu_cache *cache;
+	char *paths[TRIM_FILES];
+	bool stop;	/* atomic */
+	unsigned long rounds;	/* atomic */
+};
+
+/*
+ * Open every file, then let go of every one, over and over: references
+ * dropped in bursts without the cache's lock, while the trim runs.
+ */
+static void *trim_racer(void *arg)
+{
+	struct trim_race *race = arg;
+	struct sfu_module *got[TRIM_FILES];
+
+	while (!__atomic_load_n(&race->stop, __ATOMIC_RELAXED)) {
+		for (size_t i = 0; i < TRIM_FILES; i++)
+			got[i] = sfu_cache__open(race->cache, race->paths[i], NULL, NULL);
+		/* one at a time, spread over the trims */
+		for (size_t i = 0; i < TRIM_FILES; i++) {
+			sfu_module__put(got[i]);
+			sched_yield();
+		}
+		__atomic_add_fetch(&race->rounds, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * Trimming while other threads open and let go of the same files: a module
+ * the trim releases is gone from every index, so a later open makes a new
+ * one; ASan sees a module reached after its release. The trim decides once
+ * which modules only it holds: read twice, a count falling in between left
+ * an index entry to a released module (a crash in free() after minutes of
+ * recording under churn).
+ */
+static void test_cache_trim_race(void **state)
+{
+	const char *dir = *state;
+	struct trim_race race = { 0 };
+	pthread_t threads[2];
+	size_t released = 0;
+	struct fixture f;
+	uint8_t *image;
+	size_t len;
+
+	fixture_init(&f);
+	no_notes(&f);	/* no build ID: each file its own module */
+	image = build_elf(&f.spec, &len);
+	for (size_t i = 0; i < TRIM_FILES; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "trim-%zu.so", i);
+		race.paths[i] = path_join_or_fail(dir, name);
+		write_file_or_fail(race.paths[i], image, len);
+	}
+	free(image);
+	fixture_fini(&f);
+	race.cache = sfu_cache__new();
+	assert_non_null(race.cache);
+	for (size_t t = 0; t < 2; t++)
+		assert_int_equal(pthread_create(&threads[t], NULL, trim_racer, &race), 0);
+	for (int i = 0; i < 20000 || __atomic_load_n(&race.rounds, __ATOMIC_RELAXED) < 200; i++)
+		released += sfu_cache__trim(race.cache);
+	__atomic_store_n(&race.stop, true, __ATOMIC_RELAXED);
+	for (size_t t = 0; t < 2; t++)
+		assert_int_equal(pthread_join(threads[t], NULL), 0);
+	print_message("%lu rounds of %d opens, %zu modules released by the trims\n", race.rounds,
+		      TRIM_FILES, released);
+	/* nothing holds them now: a last trim leaves an empty cache */
+	sfu_cache__trim(race.cache);
+	assert_int_equal(sfu_cache__count(race.cache), 0);
+	sfu_cache__free(race.cache);
+	for (size_t i = 0; i < TRIM_FILES; i++)
+		free(race.paths[i]);
+}
+
 /*
  * Real tables, every function and row: the row sfu_sframe__lookup() decodes
  * alone from the encoded section (what the unwinder uses) is the one
@@ -1741,6 +1822,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_threads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_no_symbols, setup_dir, teardown_dir),
 		cmocka_unit_test(test_lookup_real_tables),
+		cmocka_unit_test_setup_teardown(test_cache_trim_race, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
