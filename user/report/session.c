@@ -460,9 +460,6 @@ static int apply(struct session *s, const struct profile_record *r)
 		return add_map(s, &r->mapping);
 	case PROFILE_REC_SAMPLE:
 		return add_sample(s, &r->sample);
-	case PROFILE_REC_LOST:
-		s->totals.lost += r->lost.count;
-		return 0;
 	default:
 		return 0;
 	}
@@ -543,8 +540,9 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 		return NULL;
 	}
 	s->status = *profile_reader__status(s->reader);
-	if (s->status.has_trailer && s->status.trailer_lost > s->totals.lost)
-		s->totals.lost = s->status.trailer_lost;
+	/* checked by the reader against what the recording could have lost */
+	s->totals.lost = s->status.lost;
+	s->totals.lost_unknown = s->status.lost_implausible;
 	return s;
 }
 
