@@ -34,7 +34,8 @@ static const char usage[] =
 	"  --samples N    N more samples of pid 1000, each in a random mapping\n"
 	"  --seed S       for --order random, --overlapping and --samples (default 1)\n"
 	"\n"
-	"With none of them, the profile has a header and a trailer and nothing else.\n";
+	"Each part is in blocks of its own. With none of them, the profile has a\n"
+	"header and a trailer and nothing else.\n";
 
 #define BASE	0x10000000ull
 #define STRIDE	0x2000ull
@@ -219,10 +220,12 @@ int main(int argc, char **argv)
 		memcpy(build_id + 2, &i, sizeof(i));
 		err = profile_writer__module(g.w, &mod, &g.modules[i]);
 	}
-	if (!err)
-		err = mappings(&g, nmaps, order, interleave);
-	if (!err)
+	/* each part in blocks of its own: a test can damage one and read the others */
+	if (!err && !(err = mappings(&g, nmaps, order, interleave)) &&
+	    !(err = profile_writer__flush(g.w)))
 		err = overlapping(&g, nover);
+	if (!err)
+		err = profile_writer__flush(g.w);
 	for (size_t i = 0; i < nprocs && !err; i++) {
 		uint32_t pid = 2000 + i;
 		struct profile_process p = { .pid = pid, .ppid = 1, .comm = "proc", .exe = "/nonexistent/gen/proc" };
@@ -233,6 +236,8 @@ int main(int argc, char **argv)
 		    !(err = profile_writer__mapping(g.w, &m)))
 			err = sample(&g, pid, pid, &pc, 1);
 	}
+	if (!err)
+		err = profile_writer__flush(g.w);
 	for (size_t i = 0; i < nthreads && !err; i++) {
 		struct profile_thread t = { PID, 100000 + i, "thread" };
 		uint64_t pc = BASE + 0x10;
@@ -240,6 +245,8 @@ int main(int argc, char **argv)
 		if (!(err = profile_writer__thread(g.w, &t)))
 			err = sample(&g, PID, t.tid, &pc, 1);
 	}
+	if (!err)
+		err = profile_writer__flush(g.w);
 	for (size_t i = 0; i < nstacks && !err; i++) {
 		uint64_t addrs[8];
 
@@ -249,6 +256,8 @@ int main(int argc, char **argv)
 			addrs[k] = BASE + 0x1000 * k + 0x20;
 		err = sample(&g, PID, PID, addrs, 8);
 	}
+	if (!err)
+		err = profile_writer__flush(g.w);
 	for (size_t i = 0; i < nsamples && !err; i++) {
 		uint64_t pc = g.nmappings ? map_addr(rnd(&g) % g.nmappings) + (rnd(&g) % PAGE)
 					  : BASE + rnd(&g) % PAGE;
