@@ -16,10 +16,17 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
 
+#include <stdbool.h>
+
 struct profile_status;
 
-/* Print what a reader met in @path: truncation, damaged blocks (stderr). */
-void profile_print_notices(const char *path, const struct profile_status *st);
+/*
+ * Print what a reader met in @path: truncation, damage (stderr). @return
+ * whether the file is damaged: a command shows what it could read, then
+ * exits with status 1. A file cut short is not damaged: a recording that
+ * did not finish leaves one.
+ */
+bool profile_print_notices(const char *path, const struct profile_status *st);
 
 /* Where symbols come from: the options report, script and export share. */
 enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS };

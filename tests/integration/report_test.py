@@ -33,7 +33,8 @@ what report and script print with what profile_oracle.py computes from
               that path is not used.
   damaged     a cut profile and one with a damaged block: report and script
               still print what was recovered, with the reader's notice on
-              stderr; bad input files and bad options fail cleanly.
+              stderr (exit status 1 for the damaged one, 0 for the cut one);
+              bad input files and bad options fail cleanly.
 
 Checks are also run with a deliberately wrong expectation and must fail then.
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
@@ -888,11 +889,13 @@ def case_damaged(ctx):
         buf[i] ^= 0x5a
     with open(damaged, 'wb') as f:
         f.write(buf)
+    # what could be read is shown, and the exit status says the file is damaged
     for cmd in ('report', 'script'):
         p = sfprof(ctx, [cmd, '-i', damaged], check=False)
-        expect(p.returncode == 0, fails, f'{cmd} of a damaged file: exit {p.returncode}')
+        expect(p.returncode == 1, fails, f'{cmd} of a damaged file: exit {p.returncode}, want 1')
         expect('damaged block' in p.stderr, fails, f'{cmd} of a damaged file: no notice')
-        if cmd == 'report' and p.returncode == 0:
+        expect(p.stdout, fails, f'{cmd} of a damaged file: no output')
+        if cmd == 'report' and p.stdout:
             rep = Report(p.stdout)
             expect(rep.rows and rep.find(sym='[.] sl_leaf'), fails,
                    'report of a damaged file: no sl_leaf row')

@@ -760,15 +760,19 @@ static const struct profile_record ops_odd_strings[] = {
 	REC(COMM, comm, .time_ns = 1, .pid = 3, .tid = 4, .comm = "\x1b[31mred"),
 };
 
-/* Times are deltas within a block; they go backwards, wrap, and restart in each block. */
+/*
+ * Times are deltas within a block; they go backwards, jump across the whole
+ * range of the kernel's signed clocks (0 to INT64_MAX ns), and restart in
+ * each block.
+ */
 static const struct profile_record ops_times[] = {
 	REC(SAMPLE, sample, .time_ns = 5000000000ull, .pid = 1, .tid = 1, .weight = 1),
 	REC(SAMPLE, sample, .time_ns = 1000000000ull, .pid = 1, .tid = 1, .weight = 1),
 	REC(LOST, lost, .time_ns = 0, .count = 1),
-	REC(SAMPLE, sample, .time_ns = UINT64_MAX, .pid = 1, .tid = 1, .weight = 1),
+	REC(SAMPLE, sample, .time_ns = INT64_MAX, .pid = 1, .tid = 1, .weight = 1),
 	REC(EXIT, exit, .time_ns = 1, .pid = 1),
-	REC(COMM, comm, .time_ns = UINT64_MAX - 1, .pid = 1, .tid = 1, .comm = "x"),
-	REC(SAMPLE, sample, .time_ns = (uint64_t)INT64_MAX + 5, .pid = 1, .tid = 1, .weight = 1),
+	REC(COMM, comm, .time_ns = INT64_MAX - 1, .pid = 1, .tid = 1, .comm = "x"),
+	REC(SAMPLE, sample, .time_ns = 5, .pid = 1, .tid = 1, .weight = 1),
 	FLUSH,
 	REC(SAMPLE, sample, .time_ns = 999, .pid = 1, .tid = 1, .weight = 1),
 	REC(SAMPLE, sample, .time_ns = 998, .pid = 1, .tid = 1, .weight = 1),
@@ -809,7 +813,11 @@ static const struct profile_record ops_interning[] = {
 	    .path = "/a"),
 };
 
-/* Every field at its limits. */
+/*
+ * Every field at its limits: the most a field holds, or the most a reader
+ * takes (docs/FORMAT.md: times up to INT64_MAX ns, no empty mapping, lost
+ * counts a recording could reach in the file's time span).
+ */
 static const struct profile_record ops_limits[] = {
 	REC(PROCESS, process, .pid = UINT32_MAX, .ppid = UINT32_MAX, .comm = "p", .exe = "e",
 	    .pid_ns = UINT64_MAX, .mnt_ns = UINT64_MAX, .ns_pid = UINT32_MAX),
@@ -821,14 +829,14 @@ static const struct profile_record ops_limits[] = {
 	    .file_offset = UINT64_MAX, .prot = 7, .module_id = UINT32_MAX),
 	REC(MAPPING, mapping, .pid = 1, .start = 0xffffffffff600000ull, .end = 0xffffffffff601000ull,
 	    .file_offset = 0, .prot = 4, .module_id = 0),
-	REC(MAPPING, mapping, .pid = 1, .start = 0x7fffffffe000ull, .end = 0x7fffffffe000ull,
+	REC(MAPPING, mapping, .pid = 1, .start = 0x7fffffffe000ull, .end = 0x7fffffffe001ull,
 	    .prot = 0),
-	REC(SAMPLE, sample, .time_ns = UINT64_MAX, .pid = UINT32_MAX, .tid = UINT32_MAX,
+	REC(SAMPLE, sample, .time_ns = INT64_MAX, .pid = UINT32_MAX, .tid = UINT32_MAX,
 	    .cpu = UINT32_MAX, .weight = UINT32_MAX, USTACK(cbf_deep), KSTACK(cbf_kernel)),
 	REC(SAMPLE, sample, .time_ns = 0, .pid = 0, .tid = 0, .cpu = 0, .weight = 0),
 	REC(LOST, lost, .time_ns = 0, .cpu = UINT32_MAX, .count = UINT64_MAX / 2),
 	REC(LOST, lost, .time_ns = 0, .cpu = 0, .count = UINT64_MAX / 2),
-	REC(EXIT, exit, .time_ns = UINT64_MAX, .pid = UINT32_MAX),
+	REC(EXIT, exit, .time_ns = INT64_MAX, .pid = UINT32_MAX),
 	REC(COMM, comm, .time_ns = 0, .pid = UINT32_MAX, .tid = UINT32_MAX, .comm = ""),
 };
 
@@ -1215,6 +1223,10 @@ static void test_writer_counters_and_args(void **state)
 	struct profile_diag diag = { "" };
 	struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
 	struct profile_mapping bad_map = { .pid = 1, .start = 0x2000, .end = 0x1000 };
+	struct profile_mapping empty_map = { .pid = 1, .start = 0x2000, .end = 0x2000 };
+	const uint64_t past = (uint64_t)INT64_MAX + 1;	/* no kernel clock reads this */
+	struct profile_sample late_sample = { .time_ns = past, .pid = 1, .tid = 1, .weight = 1,
+					      .ustack = cbf_user, .ustack_len = sizeof(cbf_user) };
 	uint8_t big_id[256] = { 0 };
 	struct profile_module bad_mod = { .build_id = big_id, .build_id_len = 256, .path = "/x" };
 	struct model m = { 0 };
@@ -1230,7 +1242,13 @@ static void test_writer_counters_and_args(void **state)
 	assert_int_equal(profile_writer__flush(w), 0);	/* nothing to write */
 	assert_int_equal(profile_writer__bytes(w), header_bytes);
 	assert_int_equal(profile_writer__mapping(w, &bad_map), -EINVAL);
+	assert_int_equal(profile_writer__mapping(w, &empty_map), -EINVAL);
 	assert_int_equal(profile_writer__module(w, &bad_mod, &id), -EINVAL);
+	assert_int_equal(profile_writer__sample(w, &late_sample), -EINVAL);
+	assert_int_equal(profile_writer__lost(w, &(struct profile_lost){ .time_ns = past }), -EINVAL);
+	assert_int_equal(profile_writer__exit(w, &(struct profile_exit){ .time_ns = UINT64_MAX }),
+			 -EINVAL);
+	assert_int_equal(profile_writer__comm(w, &(struct profile_comm){ .time_ns = past }), -EINVAL);
 	for (size_t i = 0; i < ARRAY_SIZE(ops_interning); i++)
 		assert_int_equal(apply(w, &m, &ops_interning[i]), 0);
 	assert_int_equal(profile_writer__samples(w), m.samples);
@@ -2071,16 +2089,26 @@ static void fb_block(struct fbuild *b, struct fbuild *recs, uint32_t nrec, uint3
 	memset(recs, 0, sizeof(*recs));
 }
 
-static void fb_trailer(struct fbuild *b, uint64_t samples, uint64_t lost)
+/* What a trailer counts: a writer's count of what it wrote. */
+struct trailer_counts {
+	uint64_t samples, lost, blocks, first, last;
+	uint32_t processes, stacks;
+};
+
+static void fb_trailer(struct fbuild *b, const struct trailer_counts *t)
 {
 	size_t at = b->len;
 
 	fb_put(b, "SFT1", 4);
 	fb_le(b, TRAILER_SIZE, 4);
-	fb_le(b, samples, 8);
-	fb_le(b, lost, 8);
-	for (int i = 0; i < 8 * 3 + 4 * 3; i++)	/* blocks, times, counts, flags */
-		fb_u8(b, 0);
+	fb_le(b, t->samples, 8);
+	fb_le(b, t->lost, 8);
+	fb_le(b, t->blocks, 8);
+	fb_le(b, t->first, 8);
+	fb_le(b, t->last, 8);
+	fb_le(b, t->processes, 4);
+	fb_le(b, t->stacks, 4);
+	fb_le(b, 0, 4);		/* flags */
 	fb_le(b, crc32_ieee(b->p + at, 60), 4);
 }
 
@@ -2176,11 +2204,104 @@ static void craft_times(struct fbuild *f)
 	fb_block(f, &r, 3, 0, true);
 	/* each block starts again from 0 */
 	fb_sample(&r, 50, 1, 0, 0, NULL);
-	fb_svarint(&p, INT64_MIN);	/* wraps: 50 - 2^63 */
+	fb_block(f, &r, 1, 0, true);
+}
+
+/* Times are the kernel's, signed: below 0 or past INT64_MAX ns is no time. */
+static void craft_bad_times(struct fbuild *f)
+{
+	struct fbuild r = { 0 }, p = { 0 };
+
+	fb_sample(&r, 50, 1, 0, 0, NULL);
+	fb_svarint(&p, INT64_MIN);	/* 50 - 2^63 */
 	fb_varint(&p, 1);
 	fb_varint(&p, 1);
 	fb_str(&p, "c");
 	fb_record(&r, PROFILE_REC_COMM, &p);
+	fb_sample(&r, -51, 1, 0, 0, NULL);	/* just below 0 */
+	fb_sample(&r, INT64_MAX, 1, 0, 0, NULL);	/* 50 + INT64_MAX */
+	fb_sample(&r, INT64_MAX - 50, 1, 0, 0, NULL);	/* INT64_MAX itself */
+	fb_sample(&r, 1, 1, 0, 0, NULL);	/* one past it */
+	fb_sample(&r, -INT64_MAX, 1, 0, 0, NULL);	/* back to 0 */
+	fb_block(f, &r, 7, 0, true);
+}
+
+/* Mappings mmap() cannot make: empty, or past the top of the address space. */
+static void craft_bad_mappings(struct fbuild *f)
+{
+	static const uint64_t maps[][2] = {
+		{ 0x1000, 0 }, { 0xfffffffffffff000ull, 0x1000 }, { 1, UINT64_MAX },
+		{ 0xfffffffffffff000ull, 0xfff }, { 0, UINT64_MAX },
+	};
+	struct fbuild r = { 0 }, p = { 0 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+		fb_varint(&p, 3);
+		fb_varint(&p, maps[i][0]);
+		fb_varint(&p, maps[i][1]);
+		fb_varint(&p, 0);
+		fb_u8(&p, 5);
+		fb_varint(&p, 0);
+		fb_record(&r, PROFILE_REC_MAPPING, &p);
+	}
+	fb_block(f, &r, ARRAY_SIZE(maps), 0, true);
+}
+
+/* A block whose header counts other than the records its frame holds: skipped whole. */
+static void craft_record_counts(struct fbuild *f)
+{
+	struct fbuild r = { 0 };
+
+	fb_thread(&r, 40, "all ones", NULL);
+	fb_block(f, &r, 0xffffffffu, 0, true);
+	fb_thread(&r, 41, "right", NULL);
+	fb_block(f, &r, 1, 0, true);
+	fb_thread(&r, 42, "one short", NULL);
+	fb_thread(&r, 43, "of two", NULL);
+	fb_block(f, &r, 1, 0, true);
+	fb_thread(&r, 44, "one more", NULL);
+	fb_block(f, &r, 2, 0, true);
+	fb_block(f, &r, 1, 0, true);	/* none */
+	fb_thread(&r, 45, "last", NULL);
+	fb_block(f, &r, 1, 0, true);
+}
+
+static void fb_lost(struct fbuild *recs, int64_t dt, uint64_t count)
+{
+	struct fbuild p = { 0 };
+
+	fb_svarint(&p, dt);
+	fb_varint(&p, UINT32_MAX);
+	fb_varint(&p, count);
+	fb_record(recs, PROFILE_REC_LOST, &p);
+}
+
+/*
+ * Lost counts against what 8192 CPUs at the header's 999 Hz could take in
+ * the 10 s the records span and the 2 s of slack: 12 * 8192 * 999 (spelled
+ * out in the expected messages).
+ */
+#define LOST_BOUND 98205696ull
+
+static void craft_lost_counts(struct fbuild *f)
+{
+	struct fbuild r = { 0 };
+
+	fb_sample(&r, 1000000000, 1, 0, 0, NULL);
+	fb_sample(&r, 10000000000, 1, 0, 0, NULL);
+	fb_lost(&r, 0, LOST_BOUND - 10);
+	fb_lost(&r, 0, UINT64_MAX);	/* the sum would wrap */
+	fb_lost(&r, 0, 11);		/* one past the bound with the first */
+	fb_lost(&r, 0, 10);		/* the bound itself */
+	fb_block(f, &r, 6, 0, true);
+}
+
+static void craft_lost_ok(struct fbuild *f)
+{
+	struct fbuild r = { 0 };
+
+	fb_sample(&r, 1000000000, 1, 0, 0, NULL);
+	fb_lost(&r, 10000000000, 3);
 	fb_block(f, &r, 2, 0, true);
 }
 
@@ -2267,30 +2388,74 @@ struct crafted_case {
 	const char *want[12];	/* the records as fmt_record() prints them */
 	uint64_t blocks, bad_blocks, unknown_stacks;
 	const char *error;	/* in first_error; "" for none */
+	struct trailer_counts trailer;	/* what the writer counted */
+	uint64_t lost;		/* in the status */
+	bool lost_implausible;
 };
 
 static const struct crafted_case crafted_cases[] = {
 	{ "unknown record types", craft_unknown_types,
-	  { "sample t=100 pid=5 tid=6 cpu=2 weight=1 user=0:- kernel=0:-" }, 1, 0, 0, "" },
+	  { "sample t=100 pid=5 tid=6 cpu=2 weight=1 user=0:- kernel=0:-" }, 1, 0, 0, "",
+	  { .samples = 1, .blocks = 1, .first = 100, .last = 100 }, 0, false },
 	{ "new fields at the end of records", craft_new_fields,
 	  { "process pid=9 ppid=1 comm=\"app\" exe=\"/bin/app\" pid_ns=11 mnt_ns=12 ns_pid=13",
 	    "thread pid=7 tid=10 comm=\"t\"",
 	    "sample t=1000 pid=9 tid=10 cpu=2 weight=1 user=0:- kernel=0:-",
-	    "exit t=1001 pid=9" }, 1, 0, 0, "" },
+	    "exit t=1001 pid=9" }, 1, 0, 0, "",
+	  { .samples = 1, .blocks = 1, .first = 1000, .last = 1000, .processes = 1 }, 0, false },
 	{ "times", craft_times,
 	  { "sample t=100 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
 	    "sample t=70 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
 	    "lost t=0 cpu=3 count=4",
-	    "sample t=50 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
-	    "comm t=9223372036854775858 pid=1 tid=1 comm=\"c\"" }, 2, 0, 0, "" },
+	    "sample t=50 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-" }, 2, 0, 0, "",
+	  { .samples = 3, .lost = 4, .blocks = 2, .first = 50, .last = 100 }, 4, false },
+	{ "times below 0 or past INT64_MAX", craft_bad_times,
+	  { "sample t=50 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "sample t=9223372036854775807 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "sample t=0 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-" }, 1, 0, 0,
+	  "malformed record of type 9", { .samples = 7, .blocks = 1 }, 0, false },
+	{ "empty and wrapping mappings", craft_bad_mappings,
+	  { "mapping pid=3 0xfffffffffffff000-0xffffffffffffffff off=0 prot=5 module=0",
+	    "mapping pid=3 0-0xffffffffffffffff off=0 prot=5 module=0" }, 1, 0, 0,
+	  "malformed record of type 4", { .blocks = 1 }, 0, false },
+	{ "record counts", craft_record_counts,
+	  { "thread pid=7 tid=41 comm=\"right\"",
+	    "thread pid=7 tid=45 comm=\"last\"" }, 2, 4, 0,
+	  "claims 4294967295 records but holds 1", { .blocks = 6 }, 0, false },
+	{ "lost counts", craft_lost_counts,
+	  { "sample t=1000000000 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "sample t=11000000000 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "lost t=11000000000 cpu=4294967295 count=98205686",
+	    "lost t=11000000000 cpu=4294967295 count=10" }, 1, 0, 0,
+	  "a lost record counts 18446744073709551615 samples",
+	  { .samples = 2, .lost = LOST_BOUND, .blocks = 1, .first = 1000000000,
+	    .last = 11000000000 }, LOST_BOUND, true },
+	{ "a trailer's lost count no recording reaches", craft_lost_ok,
+	  { "sample t=1000000000 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "lost t=11000000000 cpu=4294967295 count=3" }, 1, 0, 0,
+	  "the trailer counts 18446744073709551615 lost samples",
+	  { .samples = 1, .lost = UINT64_MAX, .blocks = 1, .first = 1000000000,
+	    .last = 1000000000 }, 3, true },
+	{ "a trailer's lost count just within reach", craft_lost_ok,
+	  { "sample t=1000000000 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "lost t=11000000000 cpu=4294967295 count=3" }, 1, 0, 0,
+	  "the trailer counts 98205696 lost samples but the blocks hold 3",
+	  { .samples = 1, .lost = LOST_BOUND, .blocks = 1, .first = 1000000000,
+	    .last = 1000000000 }, LOST_BOUND, false },
+	{ "trailer counts the blocks do not hold", craft_new_fields,
+	  { "process pid=9 ppid=1 comm=\"app\" exe=\"/bin/app\" pid_ns=11 mnt_ns=12 ns_pid=13",
+	    "thread pid=7 tid=10 comm=\"t\"",
+	    "sample t=1000 pid=9 tid=10 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "exit t=1001 pid=9" }, 1, 0, 0, "the trailer counts 2 samples but the blocks hold 1",
+	  { .samples = 2, .blocks = 1, .first = 1000, .last = 1000, .processes = 1 }, 0, false },
 	{ "malformed records", craft_malformed_records,
 	  { "thread pid=7 tid=11 comm=\"after\"",
 	    "thread pid=7 tid=12 comm=\"after2\"",
-	    "thread pid=7 tid=13 comm=\"after3\"" }, 1, 0, 0, "malformed record of type 6" },
+	    "thread pid=7 tid=13 comm=\"after3\"" }, 1, 0, 0, "malformed record of type 6", { 0 }, 0, false },
 	{ "bad record framing", craft_bad_framing,
 	  { "thread pid=7 tid=20 comm=\"before\"",
 	    "thread pid=7 tid=21 comm=\"next block\"",
-	    "thread pid=7 tid=22 comm=\"third block\"" }, 3, 0, 0, "malformed record framing" },
+	    "thread pid=7 tid=22 comm=\"third block\"" }, 3, 0, 0, "malformed record framing", { 0 }, 0, false },
 	{ "stack ids", craft_stacks,
 	  { "stack id=1 space=0 cbf=03211000",
 	    "stack id=2 space=1 cbf=0328ff00",
@@ -2300,11 +2465,12 @@ static const struct crafted_case crafted_cases[] = {
 	    "stack id=1 space=0 cbf=03219900",
 	    "stack id=3 space=0 cbf=",
 	    "sample t=4 pid=1 tid=2 cpu=2 weight=1 user=1:03211000 kernel=0:-",
-	    "sample t=5 pid=1 tid=2 cpu=2 weight=1 user=3: kernel=0:-" }, 1, 0, 3, "" },
+	    "sample t=5 pid=1 tid=2 cpu=2 weight=1 user=3: kernel=0:-" }, 1, 0, 3, "",
+	  { .samples = 5, .blocks = 1, .first = 1, .last = 5, .stacks = 4 }, 0, false },
 	{ "damaged and odd blocks", craft_bad_blocks,
 	  { "thread pid=7 tid=31 comm=\"ok\"",
 	    "thread pid=7 tid=33 comm=\"ok again\"",
-	    "thread pid=7 tid=34 comm=\"after empty\"" }, 4, 2, 0, "size mismatch" },
+	    "thread pid=7 tid=34 comm=\"after empty\"" }, 4, 2, 0, "size mismatch", { 0 }, 0, false },
 };
 
 static void test_crafted_records(void **state)
@@ -2321,7 +2487,7 @@ static void test_crafted_records(void **state)
 		print_message("crafted: %s\n", c->name);
 		fb_header(&f, NULL, 0, true);
 		c->build(&f);
-		fb_trailer(&f, 0, 0);
+		fb_trailer(&f, &c->trailer);
 		write_file_or_fail(path, f.p, f.len);
 		free(f.p);
 		if (read_profile(path, &out, &diag, NULL))
@@ -2332,16 +2498,21 @@ static void test_crafted_records(void **state)
 		if (out.st.blocks != c->blocks || out.st.bad_blocks != c->bad_blocks ||
 		    out.st.unknown_stacks != c->unknown_stacks || !out.st.has_trailer ||
 		    out.next_err || !strstr(out.st.first_error, c->error) ||
-		    (!c->error[0] && out.st.first_error[0]))
+		    (!c->error[0] && out.st.first_error[0]) || out.st.lost != c->lost ||
+		    out.st.lost_implausible != c->lost_implausible)
 			fail_msg("%s: blocks %llu (want %llu), bad_blocks %llu (want %llu), "
 				 "unknown_stacks %llu (want %llu), has_trailer %d, next %d, "
+				 "lost %llu%s (want %llu%s), "
 				 "first_error \"%s\" (want \"%s\")", c->name,
 				 (unsigned long long)out.st.blocks, (unsigned long long)c->blocks,
 				 (unsigned long long)out.st.bad_blocks,
 				 (unsigned long long)c->bad_blocks,
 				 (unsigned long long)out.st.unknown_stacks,
 				 (unsigned long long)c->unknown_stacks, out.st.has_trailer,
-				 out.next_err, out.st.first_error, c->error);
+				 out.next_err, (unsigned long long)out.st.lost,
+				 out.st.lost_implausible ? " implausible" : "",
+				 (unsigned long long)c->lost, c->lost_implausible ? " implausible" : "",
+				 out.st.first_error, c->error);
 		lines_free(&want);
 		readout_free(&out);
 	}
@@ -2380,7 +2551,7 @@ static void test_crafted_header(void **state)
 		fb_header(&f, c->fields, c->nfields, c->end_tag);
 		fb_thread(&r, 1, "x", NULL);
 		fb_block(&f, &r, 1, 0, true);
-		fb_trailer(&f, 0, 0);
+		fb_trailer(&f, &(struct trailer_counts){ .blocks = 1 });
 		write_file_or_fail(path, f.p, f.len);
 		free(f.p);
 		if (read_profile(path, &out, &diag, &meta))

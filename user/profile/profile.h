@@ -113,6 +113,12 @@ struct profile_writer;
 struct profile_writer *profile_writer__create(const char *path, const struct profile_meta *meta,
 					      struct profile_diag *diag);
 
+/*
+ * The records. Each returns 0 or a negative errno: -EINVAL, with nothing
+ * written, for what a reader would take as damage (docs/FORMAT.md): a time
+ * past INT64_MAX ns (the kernel's clocks are signed), a mapping whose end is
+ * not past its start.
+ */
 int profile_writer__process(struct profile_writer *w, const struct profile_process *p);
 int profile_writer__thread(struct profile_writer *w, const struct profile_thread *t);
 int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e);
@@ -232,8 +238,26 @@ struct profile_status {
 	bool has_trailer;
 	bool trailer_failed;		/* the writer noted it stopped on an error */
 	uint64_t trailer_samples, trailer_lost;	/* what the writer counted */
+	/*
+	 * Samples lost: the larger of the lost records' sum and the trailer's
+	 * count. A count more than the recording could have sampled in its time
+	 * (docs/FORMAT.md) is damage: its record is skipped, and then
+	 * lost_implausible says how many were lost is not known.
+	 */
+	uint64_t lost;
+	bool lost_implausible;
 	char first_error[256];		/* the first damage met, in words */
 };
+
+/**
+ * profile_status_damaged() - whether reading met damage: blocks skipped,
+ * malformed records, counts the file's contents do not bear out, stacks
+ * never defined. A file merely cut short (truncated) is not damaged.
+ */
+static inline bool profile_status_damaged(const struct profile_status *st)
+{
+	return st->bad_blocks || st->unknown_stacks || st->lost_implausible || st->first_error[0];
+}
 
 struct profile_reader;
 

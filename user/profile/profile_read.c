@@ -18,6 +18,17 @@
 #define HEADER_MAX	65536
 #define RESYNC_CHUNK	65536
 
+/*
+ * What a lost count is checked against: samples no recording could have
+ * taken. Linux runs on at most 8192 CPUs (NR_CPUS), no kernel delivers a
+ * CPU's samples faster than a MHz, and the recording lasted at most the
+ * file's time span (from the header's creation to its last timed record)
+ * and the two seconds a lost record may lag behind what it counts.
+ */
+#define LOST_MAX_CPUS	8192u
+#define LOST_MAX_HZ	1000000u
+#define LOST_SLACK_NS	2000000000u
+
 /* A stack record kept for the samples that name it. */
 struct stack_ent {
 	uint8_t space;
@@ -41,6 +52,14 @@ struct profile_reader {
 	char str[2][4096];	/* string fields of the last record */
 	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
 	bool done;
+	/* what the records held, for the checks of lost counts and of the trailer */
+	uint64_t start_time;	/* the header's creation on the sample clock, or UINT64_MAX */
+	uint64_t min_time, max_time;	/* of the timed records */
+	uint64_t lost;		/* the lost records' counts, summed */
+	uint64_t samples, processes, stack_records;
+	uint64_t first_sample, last_sample;
+	uint64_t trailer_blocks, trailer_first, trailer_last;
+	uint32_t trailer_processes, trailer_stacks;
 };
 
 static void note(struct profile_reader *r, const char *fmt, ...)
@@ -120,6 +139,10 @@ static int parse_header(struct profile_reader *r, struct profile_diag *diag)
 	r->meta.freq_hz = get_le32(hdr + 24);
 	r->meta.stack_size = get_le32(hdr + 28);
 	r->meta.clock_offset_ns = get_le64(hdr + 32);
+	/* recording began when the file was made: lost samples may predate every record */
+	r->start_time = r->meta.created_ns >= r->meta.clock_offset_ns ?
+			r->meta.created_ns - r->meta.clock_offset_ns : UINT64_MAX;
+	r->min_time = UINT64_MAX;
 	c = (struct cursor){ hdr + PROFILE_HDR_FIXED, hdr + size - 4, false };
 	while (c.end - c.p >= 3) {
 		uint8_t tag = c.p[0];
@@ -263,6 +286,11 @@ static void read_trailer(struct profile_reader *r, const uint8_t *t)
 	r->st.truncated = false;
 	r->st.trailer_samples = get_le64(t + 8);
 	r->st.trailer_lost = get_le64(t + 16);
+	r->trailer_blocks = get_le64(t + 24);
+	r->trailer_first = get_le64(t + 32);
+	r->trailer_last = get_le64(t + 40);
+	r->trailer_processes = get_le32(t + 48);
+	r->trailer_stacks = get_le32(t + 52);
 	r->st.trailer_failed = get_le32(t + 56) & PROFILE_TRAILER_F_FAILED;
 	r->st.bytes_recovered += PROFILE_TRAILER_SIZE;
 	r->pos += PROFILE_TRAILER_SIZE;
@@ -272,13 +300,40 @@ static void read_trailer(struct profile_reader *r, const uint8_t *t)
 }
 
 /*
+ * The records framed in @len bytes of a block, up to the first whose framing
+ * is malformed (then *@whole is false; next() reports it there).
+ */
+static uint64_t count_records(const uint8_t *data, size_t len, bool *whole)
+{
+	struct cursor c = { data, data + len, false };
+	uint64_t n = 0;
+
+	while (c.p < c.end) {
+		uint64_t rlen;
+
+		cur_u8(&c);
+		rlen = cur_varint(&c);
+		if (c.bad || rlen > (uint64_t)(c.end - c.p)) {
+			*whole = false;
+			return n;
+		}
+		c.p += rlen;
+		n++;
+	}
+	*whole = true;
+	return n;
+}
+
+/*
  * Load the next whole block into r->rec. Returns 1 when one is loaded, 0 at
  * the end of the file, or a negative errno for I/O errors.
  */
 static int next_block(struct profile_reader *r)
 {
 	uint8_t hdr[PROFILE_TRAILER_SIZE];
-	uint32_t csize, usize;
+	uint32_t csize, usize, nrec;
+	uint64_t framed;
+	bool whole;
 	size_t got;
 	int err;
 
@@ -316,6 +371,7 @@ static int next_block(struct profile_reader *r)
 		}
 		csize = get_le32(hdr + 4);
 		usize = get_le32(hdr + 8);
+		nrec = get_le32(hdr + 12);
 		r->block_no++;
 		if (csize > PROFILE_BLOCK_MAX || usize > PROFILE_BLOCK_MAX) {
 			r->st.bad_blocks++;
@@ -337,6 +393,15 @@ static int next_block(struct profile_reader *r)
 			r->st.bad_blocks++;
 			note(r, "block at offset %llu is damaged (%s)", (unsigned long long)r->pos,
 			     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch");
+			r->pos += PROFILE_BLOCK_HDR + csize;
+			continue;
+		}
+		/* a count the records do not bear out: the header or the frame lies */
+		framed = count_records(r->data, usize, &whole);
+		if (whole && framed != nrec) {
+			r->st.bad_blocks++;
+			note(r, "block at offset %llu claims %u records but holds %llu",
+			     (unsigned long long)r->pos, nrec, (unsigned long long)framed);
 			r->pos += PROFILE_BLOCK_HDR + csize;
 			continue;
 		}
@@ -391,8 +456,51 @@ static void resolve(struct profile_reader *r, uint32_t id, uint8_t space, const 
 
 static uint64_t cur_time(struct profile_reader *r, struct cursor *c)
 {
-	r->prev_time += (uint64_t)unzigzag(cur_varint(c));
-	return r->prev_time;
+	uint64_t t = r->prev_time + (uint64_t)unzigzag(cur_varint(c));
+
+	/*
+	 * The kernel's clocks are signed 64-bit nanoseconds: a delta that takes
+	 * the time below 0 or past INT64_MAX gives no time at all.
+	 */
+	if ((int64_t)t < 0) {
+		c->bad = true;
+		return 0;
+	}
+	r->prev_time = t;
+	return t;
+}
+
+/*
+ * The most samples a recording could have lost over @span_ns: LOST_MAX_CPUS
+ * CPUs at the header's frequency (LOST_MAX_HZ when it gives none, or more).
+ */
+static uint64_t lost_bound(const struct profile_reader *r, uint64_t span_ns)
+{
+	uint32_t hz = r->meta.freq_hz && r->meta.freq_hz < LOST_MAX_HZ ? r->meta.freq_hz
+								       : LOST_MAX_HZ;
+	unsigned __int128 b = ((unsigned __int128)span_ns + LOST_SLACK_NS) * LOST_MAX_CPUS * hz /
+			      1000000000u;
+
+	return b > UINT64_MAX ? UINT64_MAX : (uint64_t)b;
+}
+
+/* The span of the recording, from its start to the last timed record, @t included. */
+static uint64_t time_span(const struct profile_reader *r, uint64_t t)
+{
+	uint64_t first = r->start_time < r->min_time ? r->start_time : r->min_time;
+	uint64_t last = r->max_time > t ? r->max_time : t;
+
+	if (first > t)
+		first = t;
+	return last - first;
+}
+
+/* Whether @count more lost samples, counted at @t, are more than the recording could have lost. */
+static bool lost_plausible(struct profile_reader *r, uint64_t t, uint64_t count)
+{
+	uint64_t sum = r->lost + count;
+
+	return sum >= r->lost && sum <= lost_bound(r, time_span(r, t));
 }
 
 /* A string field: NUL-terminated in place is impossible, so copy into the record buffer. */
@@ -408,6 +516,45 @@ static const char *cur_str(struct cursor *c, char *out, size_t cap)
 	memcpy(out, p, len);
 	out[len] = '\0';
 	return out;
+}
+
+static void saw_time(struct profile_reader *r, uint64_t t)
+{
+	if (t < r->min_time)
+		r->min_time = t;
+	if (t > r->max_time)
+		r->max_time = t;
+}
+
+/* A record read whole, in the counts the trailer is checked against. */
+static void count_record(struct profile_reader *r, const struct profile_record *rec)
+{
+	switch (rec->type) {
+	case PROFILE_REC_SAMPLE:
+		if (!r->samples++ || rec->sample.time_ns < r->first_sample)
+			r->first_sample = rec->sample.time_ns;
+		if (rec->sample.time_ns > r->last_sample)
+			r->last_sample = rec->sample.time_ns;
+		saw_time(r, rec->sample.time_ns);
+		break;
+	case PROFILE_REC_LOST:
+		saw_time(r, rec->lost.time_ns);
+		break;
+	case PROFILE_REC_EXIT:
+		saw_time(r, rec->exit.time_ns);
+		break;
+	case PROFILE_REC_COMM:
+		saw_time(r, rec->comm.time_ns);
+		break;
+	case PROFILE_REC_PROCESS:
+		r->processes++;
+		break;
+	case PROFILE_REC_STACK:
+		r->stack_records++;
+		break;
+	default:
+		break;
+	}
 }
 
 /* Decode one record's payload. Returns 1 when @rec is filled, 0 when it is skipped. */
@@ -444,6 +591,9 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->mapping.pid = cur_u32(c);
 		rec->mapping.start = cur_varint(c);
 		rec->mapping.end = rec->mapping.start + cur_varint(c);
+		/* mmap() makes no empty mapping, nor one past the top of the address space */
+		if (rec->mapping.end <= rec->mapping.start)
+			c->bad = true;
 		rec->mapping.file_offset = cur_varint(c);
 		rec->mapping.prot = cur_u8(c);
 		rec->mapping.module_id = cur_u32(c);
@@ -475,6 +625,17 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->lost.time_ns = cur_time(r, c);
 		rec->lost.cpu = cur_u32(c);
 		rec->lost.count = cur_varint(c);
+		if (c->bad)
+			break;
+		/* a count no recording could reach: skipped, and the total lost is unknown */
+		if (!lost_plausible(r, rec->lost.time_ns, rec->lost.count)) {
+			r->st.lost_implausible = true;
+			note(r, "block %llu: a lost record counts %llu samples, more than %u CPUs "
+			     "could have taken by its time", (unsigned long long)r->block_no,
+			     (unsigned long long)rec->lost.count, LOST_MAX_CPUS);
+			return 0;
+		}
+		r->lost += rec->lost.count;
 		break;
 	case PROFILE_REC_EXIT:
 		rec->exit.time_ns = cur_time(r, c);
@@ -494,7 +655,53 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		     (unsigned long long)r->block_no);
 		return 0;
 	}
+	count_record(r, rec);
 	return 1;
+}
+
+/* One count of the trailer against what the blocks held. */
+static void check_count(struct profile_reader *r, const char *what, uint64_t trailer,
+			uint64_t read)
+{
+	if (trailer != read)
+		note(r, "the trailer counts %llu %s but the blocks hold %llu",
+		     (unsigned long long)trailer, what, (unsigned long long)read);
+}
+
+/*
+ * At the end of the file: the lost samples, and the trailer's counts
+ * against the records when every block was read whole (a damaged block
+ * takes its records with it).
+ */
+static void check_totals(struct profile_reader *r)
+{
+	bool whole = !r->st.bad_blocks && !r->st.first_error[0];
+	uint64_t bound = lost_bound(r, r->max_time ? time_span(r, r->max_time) : 0);
+
+	r->st.lost = r->lost;
+	if (!r->st.has_trailer)
+		return;
+	if (r->st.trailer_lost > bound) {
+		r->st.lost_implausible = true;
+		note(r, "the trailer counts %llu lost samples, more than %u CPUs could have taken "
+		     "in the recording's %.0f s", (unsigned long long)r->st.trailer_lost,
+		     LOST_MAX_CPUS, r->max_time ? time_span(r, r->max_time) / 1e9 : 0.0);
+		return;
+	}
+	/* lost records may have been in damaged blocks: the writer's count is the whole */
+	if (r->st.trailer_lost > r->st.lost)
+		r->st.lost = r->st.trailer_lost;
+	if (!whole)
+		return;
+	check_count(r, "samples", r->st.trailer_samples, r->samples);
+	check_count(r, "lost samples", r->st.trailer_lost, r->lost);
+	check_count(r, "blocks", r->trailer_blocks, r->st.blocks);
+	check_count(r, "processes", r->trailer_processes, r->processes);
+	check_count(r, "stacks", r->trailer_stacks, r->stack_records);
+	if (r->samples) {
+		check_count(r, "ns for the first sample's time", r->trailer_first, r->first_sample);
+		check_count(r, "ns for the last sample's time", r->trailer_last, r->last_sample);
+	}
 }
 
 int profile_reader__next(struct profile_reader *r, struct profile_record *rec)
@@ -511,6 +718,8 @@ int profile_reader__next(struct profile_reader *r, struct profile_record *rec)
 			ret = next_block(r);
 			if (ret <= 0) {
 				r->done = ret == 0;
+				if (r->done)
+					check_totals(r);
 				return ret;
 			}
 			continue;

@@ -239,6 +239,12 @@ static void put_time(struct profile_writer *w, uint64_t t)
 	w->prev_time = t;
 }
 
+/* The kernel's clocks are signed: a reader takes no time past INT64_MAX ns (docs/FORMAT.md). */
+static bool bad_time(uint64_t t)
+{
+	return t > INT64_MAX;
+}
+
 static size_t slen(const char *s)
 {
 	return s ? strlen(s) : 0;
@@ -394,6 +400,8 @@ int profile_writer__thread(struct profile_writer *w, const struct profile_thread
 
 int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e)
 {
+	if (bad_time(e->time_ns))
+		return -EINVAL;
 	if (begin(w, 32))
 		return w->err;
 	put_time(w, e->time_ns);
@@ -403,6 +411,8 @@ int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e)
 
 int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c)
 {
+	if (bad_time(c->time_ns))
+		return -EINVAL;
 	if (begin(w, 48 + slen(c->comm)))
 		return w->err;
 	put_time(w, c->time_ns);
@@ -414,6 +424,8 @@ int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c)
 
 int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l)
 {
+	if (bad_time(l->time_ns))
+		return -EINVAL;
 	if (begin(w, 32))
 		return w->err;
 	put_time(w, l->time_ns);
@@ -425,7 +437,8 @@ int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l)
 
 int profile_writer__mapping(struct profile_writer *w, const struct profile_mapping *m)
 {
-	if (m->end < m->start)
+	/* mmap() makes no empty mapping: a reader takes none */
+	if (m->end <= m->start)
 		return -EINVAL;
 	if (begin(w, 64))
 		return w->err;
@@ -556,6 +569,8 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	uint32_t uid, kid;
 	int err;
 
+	if (bad_time(s->time_ns))
+		return -EINVAL;
 	if ((err = sample_stack(w, PROFILE_USER, s->ustack, s->ustack_len, s->ustack_id, &uid)) ||
 	    (err = sample_stack(w, PROFILE_KERNEL, s->kstack, s->kstack_len, s->kstack_id, &kid)))
 		return err;

@@ -555,8 +555,10 @@ int cmd_record(int argc, char **argv)
 
 	argv[0] = "sfprof record";	/* for getopt's messages */
 	err = parse_args(&r, argc, argv);
-	if (err)
+	if (err) {
+		free(r.pids);	/* -p may have come before the option that was refused */
 		return err == 1 ? 0 : err;
+	}
 	r.tty = isatty(STDERR_FILENO);
 	if (setup_targets(&r))
 		goto out;

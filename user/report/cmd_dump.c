@@ -16,7 +16,7 @@ static const char usage[] =
 	"\n"
 	"Print the header and every record of a profile (default sfprof.data), one per\n"
 	"line, stacks decoded. A cut or damaged file is read as far as it goes, with a\n"
-	"notice on stderr.\n";
+	"notice on stderr; the exit status is 1 for a damaged one.\n";
 
 static void print_time(uint64_t ns)
 {
@@ -132,20 +132,26 @@ static void print_record(const struct profile_record *r)
 	}
 }
 
-void profile_print_notices(const char *path, const struct profile_status *st)
+bool profile_print_notices(const char *path, const struct profile_status *st)
 {
 	if (st->truncated)
 		fprintf(stderr, "sfprof: %s: file truncated: recovered %" PRIu64 " of %" PRIu64
 			" bytes (%" PRIu64 " whole blocks); the recording did not finish\n", path,
 			st->bytes_recovered, st->file_size, st->blocks);
-	if (st->bad_blocks || st->first_error[0])
+	if (st->bad_blocks)
 		fprintf(stderr, "sfprof: %s: %" PRIu64 " damaged block(s) skipped: %s\n", path,
 			st->bad_blocks, st->first_error[0] ? st->first_error : "checksum mismatch");
+	else if (st->first_error[0])
+		fprintf(stderr, "sfprof: %s: damaged: %s\n", path, st->first_error);
+	if (st->lost_implausible)
+		fprintf(stderr, "sfprof: %s: a count of lost samples is implausible: how many were "
+			"lost is unknown\n", path);
 	if (st->unknown_stacks)
 		fprintf(stderr, "sfprof: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
 			path, st->unknown_stacks);
 	if (st->trailer_failed)
 		fprintf(stderr, "sfprof: %s: the recording stopped early on an error\n", path);
+	return profile_status_damaged(st);
 }
 
 int cmd_dump(int argc, char **argv)
@@ -159,7 +165,9 @@ int cmd_dump(int argc, char **argv)
 	struct profile_reader *r;
 	struct profile_record rec;
 	struct profile_diag diag;
-	uint64_t samples = 0, lost = 0;
+	const struct profile_status *st;
+	uint64_t samples = 0;
+	bool damaged;
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
@@ -189,14 +197,17 @@ int cmd_dump(int argc, char **argv)
 		print_record(&rec);
 		if (rec.type == PROFILE_REC_SAMPLE)
 			samples++;
-		else if (rec.type == PROFILE_REC_LOST)
-			lost += rec.lost.count;
 	}
 	if (ret < 0)
 		fprintf(stderr, "sfprof: %s: %s\n", path, strerror(-ret));
-	printf("# %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " blocks\n", samples, lost,
-	       profile_reader__status(r)->blocks);
-	profile_print_notices(path, profile_reader__status(r));
+	st = profile_reader__status(r);
+	if (st->lost_implausible)
+		printf("# %" PRIu64 " samples, unknown lost (a damaged count), %" PRIu64 " blocks\n",
+		       samples, st->blocks);
+	else
+		printf("# %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " blocks\n", samples,
+		       st->lost, st->blocks);
+	damaged = profile_print_notices(path, st);
 	profile_reader__free(r);
-	return ret < 0 ? 1 : 0;
+	return ret < 0 || damaged ? 1 : 0;
 }

@@ -92,6 +92,7 @@ int cmd_export(int argc, char **argv)
 	struct outfile *file = NULL;
 	char *deftitle = NULL;
 	FILE *out = stdout;
+	bool damaged;
 	int c, err, ret = 1;
 	bool known = false;
 
@@ -162,7 +163,7 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "sfprof: %s\n", diag.reason);
 		goto out;
 	}
-	profile_print_notices(path, session__status(s));
+	damaged = profile_print_notices(path, session__status(s));
 	if (!svg.title) {
 		const char *cmdline = session__meta(s)->cmdline;
 
@@ -199,7 +200,7 @@ int cmd_export(int argc, char **argv)
 			strerror(-err));
 		goto out;
 	}
-	ret = 0;
+	ret = damaged ? 1 : 0;
 out:
 	session__free(s);
 	free(dirs);

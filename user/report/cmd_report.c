@@ -356,7 +356,10 @@ static void print_header(struct report *r, const char *path)
 		putchar('\n');
 	}
 	printf("#\n");
-	printf("# Total Lost Samples: %" PRIu64 "\n#\n", t->lost);
+	if (t->lost_unknown)
+		printf("# Total Lost Samples: unknown (the file's count is damaged)\n#\n");
+	else
+		printf("# Total Lost Samples: %" PRIu64 "\n#\n", t->lost);
 	if (meta->flags & PROFILE_F_WALL_NS) {
 		/* an imported trace: weights are ns of self time, shares are shares of time */
 		printf("# Samples: %" PRIu64 "  of event 'wall-time' (weights in nanoseconds)\n",
@@ -451,6 +454,7 @@ int cmd_report(int argc, char **argv)
 	const char **dirs = NULL;
 	const char *path = "sfprof.data";
 	struct profile_diag diag;
+	bool damaged;
 	int c, err, ret = 1;
 
 	dirs = calloc(argc, sizeof(*dirs));
@@ -499,19 +503,21 @@ int cmd_report(int argc, char **argv)
 		free(dirs);
 		return 1;
 	}
-	profile_print_notices(path, session__status(r.s));
+	damaged = profile_print_notices(path, session__status(r.s));
 	if ((err = group_samples(&r)) || (err = make_rows(&r))) {
 		fprintf(stderr, "sfprof report: %s: %s\n", path, strerror(-err));
 		goto out;
 	}
-	qsort_r(r.rows, r.nrows, sizeof(*r.rows), row_cmp, &r);
+	/* no samples, no rows: and qsort_r() takes no NULL array, even of none */
+	if (r.nrows)
+		qsort_r(r.rows, r.nrows, sizeof(*r.rows), row_cmp, &r);
 	print_header(&r, path);
 	print_rows(&r);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "sfprof report: writing the report: %s\n", strerror(errno));
 		goto out;
 	}
-	ret = 0;
+	ret = damaged ? 1 : 0;
 out:
 	report_free(&r);
 	free(dirs);

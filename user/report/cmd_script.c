@@ -121,6 +121,7 @@ int cmd_script(int argc, char **argv)
 	struct profile_diag diag;
 	struct session *s;
 	const char **dirs;
+	bool damaged;
 	int c, err, ret = 1;
 
 	dirs = calloc(argc, sizeof(*dirs));
@@ -157,14 +158,14 @@ int cmd_script(int argc, char **argv)
 		free(dirs);
 		return 1;
 	}
-	profile_print_notices(path, session__status(s));
+	damaged = profile_print_notices(path, session__status(s));
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	if ((err = print_samples(s)))
 		fprintf(stderr, "sfprof script: %s: %s\n", path, strerror(-err));
 	else if (fflush(stdout) || ferror(stdout))
 		fprintf(stderr, "sfprof script: writing: %s\n", strerror(errno));
 	else
-		ret = 0;
+		ret = damaged ? 1 : 0;
 	session__free(s);
 	free(dirs);
 	return ret;

@@ -71,6 +71,20 @@ struct image_layout {
 	const struct session_image *im;
 	uint64_t *vaddr;	/* per mapping: the module-relative address (ELF vaddr) of its start */
 	bool *known;		/* per mapping: vaddr is known (the module's ELF file was read) */
+	/*
+	 * Module-relative addresses to mappings: the points where a mapping's
+	 * range in its module starts or ends, sorted by (module, address); each
+	 * starts a segment, up to the next point of the same module, that
+	 * belongs to the first mapping whose range holds it (SIZE_MAX: none).
+	 */
+	struct layout_point *points;
+	size_t *owner;
+	size_t npoints;
+};
+
+struct layout_point {
+	uint32_t module;
+	uint64_t at;
 };
 
 /**

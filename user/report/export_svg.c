@@ -308,6 +308,11 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%.6f s of wall "
 			"time in %" PRIu64 " samples, widths in ns; root at the bottom; click a frame "
 			"to zoom, Ctrl-F to search</text>\n", WIDTH / 2, f.total / 1e9, tot->samples);
+	else if (tot->lost_unknown)
+		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64
+			" samples, lost unknown (damaged count), %u Hz; root at the bottom; click a "
+			"frame to zoom, Ctrl-F to search</text>\n", WIDTH / 2, tot->samples,
+			meta->freq_hz);
 	else
 		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64
 			" samples, %" PRIu64 " lost, %u Hz; root at the bottom; click a frame to zoom, "

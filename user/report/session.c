@@ -2,6 +2,7 @@
 /* Loads a profile: images per pid as they change, samples, and each distinct stack resolved once. */
 #include <errno.h>
 #include <inttypes.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include "util/vec.h"
 
 #define MAX_FRAMES 4096
+/* Mappings are allocated this many at a time, so that the trees can point at them. */
+#define MAP_CHUNK 4096
 
 struct session {
 	struct profile_meta meta;
@@ -22,8 +25,18 @@ struct session {
 	size_t nstrings, strings_cap;
 	struct session_image *images;
 	size_t nimages, images_cap;
-	struct session_module *modules;	/* by module id - 1 */
+	/*
+	 * Per image while reading: its mappings as a search tree (tsearch(3))
+	 * ordered by address, none overlapping, made into the sorted
+	 * session_image.maps once the file is read.
+	 */
+	void **map_trees;
+	size_t map_trees_cap;
+	struct session_map **map_chunks;	/* what the trees point at */
+	size_t nmap_chunks, map_chunks_cap, map_chunk_used;
+	struct session_module *modules;	/* in the order of their records */
 	size_t nmodules, modules_cap;
+	struct hmap *module_ids;	/* the file's module id -> index + 1 */
 	struct session_sample *samples;
 	size_t nsamples, samples_cap;
 	struct session_stack *stacks;
@@ -65,8 +78,10 @@ static int new_image(struct session *s, uint32_t pid, uint32_t *idx, uint64_t **
 	struct session_image *im;
 
 	if (VEC_RESERVE(s->images, s->images_cap, s->nimages + 1, 256) ||
+	    VEC_RESERVE(s->map_trees, s->map_trees_cap, s->nimages + 1, 256) ||
 	    hmap__entry_u64(s->by_pid, pid, v))
 		return -ENOMEM;
+	s->map_trees[s->nimages] = NULL;
 	im = &s->images[s->nimages];
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
@@ -93,48 +108,98 @@ static int current_image(struct session *s, uint32_t pid, bool sampled, uint32_t
 	return 0;
 }
 
+/*
+ * The order of the map trees: by address, and overlapping ranges compare
+ * equal, so that a search with a range finds a mapping it overlaps and a
+ * search with [addr, addr + 1) the mapping holding addr. It is a total order
+ * over what a tree holds because no two mappings in it overlap.
+ */
+static int map_cmp(const void *pa, const void *pb)
+{
+	const struct session_map *a = pa, *b = pb;
+
+	if (a->end <= b->start)
+		return -1;
+	if (b->end <= a->start)
+		return 1;
+	return 0;
+}
+
+/* Room for one more mapping that the trees can point at. */
+static struct session_map *map_alloc(struct session *s)
+{
+	if (!s->nmap_chunks || s->map_chunk_used == MAP_CHUNK) {
+		struct session_map *chunk;
+
+		if (VEC_RESERVE(s->map_chunks, s->map_chunks_cap, s->nmap_chunks + 1, 16) ||
+		    !(chunk = malloc(MAP_CHUNK * sizeof(*chunk))))
+			return NULL;
+		s->map_chunks[s->nmap_chunks++] = chunk;
+		s->map_chunk_used = 0;
+	}
+	return &s->map_chunks[s->nmap_chunks - 1][s->map_chunk_used++];
+}
+
+/* The session's module index + 1 of the file's module @id, 0 when none was read. */
+static uint32_t module_index(struct session *s, uint32_t id)
+{
+	uint64_t *v;
+
+	return id && !hmap__find_u64(s->module_ids, id, &v) ? (uint32_t)*v : 0;
+}
+
+/*
+ * A new mapping replaces every mapping of the image it overlaps, whole, as
+ * the records come. Each search either inserts the mapping or finds one it
+ * overlaps, and each mapping is removed at most once, so n records cost
+ * O(n log n).
+ */
 static int add_map(struct session *s, const struct profile_mapping *m)
 {
-	struct session_image *im;
-	struct session_map *maps;
+	struct session_map *map;
 	uint32_t idx;
-	size_t i;
+	void **tree, **node;
 
+	/* the reader passes no empty or wrapping range: they would break the order */
+	if (m->end <= m->start)
+		return 0;
 	if (current_image(s, m->pid, false, &idx))
 		return -ENOMEM;
-	im = &s->images[idx];
-	if (VEC_RESERVE(im->maps, im->maps_cap, im->nmaps + 1, 16))
+	map = map_alloc(s);
+	if (!map)
 		return -ENOMEM;
-	maps = im->maps;
-	/* keep sorted; a new mapping over an old range replaces it, as mmap does */
-	for (i = 0; i < im->nmaps; i++) {
-		if (maps[i].start < m->end && m->start < maps[i].end) {
-			memmove(&maps[i], &maps[i + 1], (im->nmaps - i - 1) * sizeof(*maps));
-			im->nmaps--;
-			i--;
-		}
+	*map = (struct session_map){ m->start, m->end, m->file_offset, m->prot,
+				     module_index(s, m->module_id) };
+	tree = &s->map_trees[idx];
+	while ((node = tsearch(map, tree, map_cmp)) && *node != map) {
+		tdelete(*node, tree, map_cmp);
+		s->images[idx].nmaps--;
 	}
-	for (i = im->nmaps; i > 0 && maps[i - 1].start > m->start; i--)
-		maps[i] = maps[i - 1];
-	maps[i] = (struct session_map){ m->start, m->end, m->file_offset, m->prot,
-					m->module_id <= s->nmodules ? m->module_id : 0 };
-	im->nmaps++;
+	if (!node)
+		return -ENOMEM;
+	s->images[idx].nmaps++;
 	return 0;
 }
 
 static int add_module(struct session *s, const struct profile_module *m)
 {
 	struct session_module *mod;
+	uint64_t *v;
 
-	if (!m->id || m->id > 1u << 24)
+	if (!m->id)
 		return 0;
-	if (m->id > s->nmodules) {
-		if (VEC_RESERVE(s->modules, s->modules_cap, m->id, 64))
+	if (hmap__entry_u64(s->module_ids, m->id, &v))
+		return -ENOMEM;
+	if (!*v) {
+		/* indexes in the order of the records: an id is a number, not a size */
+		if (VEC_RESERVE(s->modules, s->modules_cap, s->nmodules + 1, 64)) {
+			hmap__delete_u64(s->module_ids, m->id, NULL);
 			return -ENOMEM;
-		memset(s->modules + s->nmodules, 0, (m->id - s->nmodules) * sizeof(*s->modules));
-		s->nmodules = m->id;
+		}
+		*v = ++s->nmodules;
 	}
-	mod = &s->modules[m->id - 1];
+	/* a second record of an id replaces the first, for the mappings after it too */
+	mod = &s->modules[*v - 1];
 	mod->build_id_len = m->build_id_len <= sizeof(mod->build_id) ? m->build_id_len : 0;
 	memcpy(mod->build_id, m->build_id, mod->build_id_len);
 	mod->path = keep_str(s, m->path);
@@ -143,21 +208,16 @@ static int add_module(struct session *s, const struct profile_module *m)
 	return 0;
 }
 
-static const struct session_map *find_map(const struct session_image *im, uint64_t addr)
+/* The mapping of image @image that holds @addr, or NULL. */
+static const struct session_map *find_map(struct session *s, uint32_t image, uint64_t addr)
 {
-	size_t lo = 0, hi = im->nmaps;
+	struct session_map key = { .start = addr, .end = addr + 1 };
+	void **node;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (im->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= im->maps[lo - 1].end)
+	if (addr == UINT64_MAX)	/* no mapping ends past it */
 		return NULL;
-	return &im->maps[lo - 1];
+	node = tfind(&key, &s->map_trees[image], map_cmp);
+	return node ? *node : NULL;
 }
 
 /* Frame @f, new, as the one of key @v (from frame_entry()). */
@@ -190,9 +250,8 @@ static int frame_entry(struct session *s, unsigned kind, bool is_ra, uint32_t a,
 /* The frame for a user address of an image. */
 static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_ra, uint32_t *idx)
 {
-	const struct session_image *im = &s->images[image];
 	/* a return address belongs with its call, which may end the mapping before it */
-	const struct session_map *m = find_map(im, is_ra && addr ? addr - 1 : addr);
+	const struct session_map *m = find_map(s, image, is_ra && addr ? addr - 1 : addr);
 	struct session_frame f = { .addr = addr, .is_ra = is_ra };
 	struct session_module *mod;
 	struct sym_info info;
@@ -401,12 +460,49 @@ static int apply(struct session *s, const struct profile_record *r)
 		return add_map(s, &r->mapping);
 	case PROFILE_REC_SAMPLE:
 		return add_sample(s, &r->sample);
-	case PROFILE_REC_LOST:
-		s->totals.lost += r->lost.count;
-		return 0;
 	default:
 		return 0;
 	}
+}
+
+static void flatten_visit(const void *node, VISIT which, void *arg)
+{
+	struct session_image *im = arg;
+
+	/* in order: an inner node between its subtrees, a leaf once */
+	if (which == postorder || which == leaf)
+		im->maps[im->nmaps++] = **(struct session_map *const *)node;
+}
+
+static void no_free(void *map)
+{
+	(void)map;	/* in map_chunks */
+}
+
+/* Each image's tree of mappings made into its sorted array, and the trees freed. */
+static int flatten_maps(struct session *s)
+{
+	for (size_t i = 0; i < s->nimages; i++) {
+		struct session_image *im = &s->images[i];
+		size_t n = im->nmaps;
+
+		if (!n)
+			continue;
+		im->maps = malloc(n * sizeof(*im->maps));
+		if (!im->maps)
+			return -ENOMEM;
+		im->maps_cap = n;
+		im->nmaps = 0;
+		twalk_r(s->map_trees[i], flatten_visit, im);
+		tdestroy(s->map_trees[i], no_free);
+		s->map_trees[i] = NULL;
+	}
+	for (size_t i = 0; i < s->nmap_chunks; i++)
+		free(s->map_chunks[i]);
+	free(s->map_chunks);
+	s->map_chunks = NULL;
+	s->nmap_chunks = s->map_chunks_cap = 0;
+	return 0;
 }
 
 struct session *session__open(const char *path, const struct session_opts *opts,
@@ -418,7 +514,8 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 
 	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL)) ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
-	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128))) {
+	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128)) ||
+	    !(s->module_ids = hmap__new(HMAP_U64))) {
 		snprintf(diag->reason, sizeof(diag->reason), "out of memory");
 		session__free(s);
 		return NULL;
@@ -435,14 +532,17 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 			break;
 		}
 	}
+	if (ret >= 0)
+		ret = flatten_maps(s);
 	if (ret < 0) {
 		snprintf(diag->reason, sizeof(diag->reason), "%s: %s", path, strerror(-ret));
 		session__free(s);
 		return NULL;
 	}
 	s->status = *profile_reader__status(s->reader);
-	if (s->status.has_trailer && s->status.trailer_lost > s->totals.lost)
-		s->totals.lost = s->status.trailer_lost;
+	/* checked by the reader against what the recording could have lost */
+	s->totals.lost = s->status.lost;
+	s->totals.lost_unknown = s->status.lost_implausible;
 	return s;
 }
 
@@ -452,8 +552,15 @@ void session__free(struct session *s)
 		return;
 	for (size_t i = 0; i < s->nstacks; i++)
 		free((void *)s->stacks[i].frames);
-	for (size_t i = 0; i < s->nimages; i++)
+	for (size_t i = 0; i < s->nimages; i++) {
 		free(s->images[i].maps);
+		if (s->map_trees[i])
+			tdestroy(s->map_trees[i], no_free);
+	}
+	for (size_t i = 0; i < s->nmap_chunks; i++)
+		free(s->map_chunks[i]);
+	free(s->map_chunks);
+	free(s->map_trees);
 	for (size_t i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
@@ -466,6 +573,7 @@ void session__free(struct session *s)
 	hmap__free(s->by_tid);
 	hmap__free(s->stack_keys);
 	hmap__free(s->frame_keys);
+	hmap__free(s->module_ids);
 	profile_reader__free(s->reader);
 	symbolizer__free(s->sym);
 	free(s);

@@ -73,6 +73,7 @@ struct session_totals {
 	uint64_t samples;
 	uint64_t weight;
 	uint64_t lost;
+	bool lost_unknown;	/* the file's lost count is damaged: lost means nothing */
 	uint64_t first_ns, last_ns;
 	uint64_t processes;
 	uint64_t truncated;	/* samples whose user stack is truncated */

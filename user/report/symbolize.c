@@ -39,6 +39,7 @@ struct ksym {
 struct symbolizer {
 	struct symbolizer_opts opts;
 	struct sym_module *modules;
+	struct hmap *module_keys;	/* build ID length, build ID, path -> struct sym_module * */
 	struct ksym *ksyms;
 	size_t nksyms, ksyms_cap;
 	bool ksyms_loaded;
@@ -50,7 +51,11 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
-	if (s && opts)
+	if (!s || !(s->module_keys = hmap__new(HMAP_BYTES))) {
+		free(s);
+		return NULL;
+	}
+	if (opts)
 		s->opts = *opts;
 	return s;
 }
@@ -78,6 +83,7 @@ void symbolizer__free(struct symbolizer *s)
 		module_free(s->modules);
 		s->modules = next;
 	}
+	hmap__free(s->module_keys);
 	for (size_t i = 0; i < s->nksyms; i++)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
@@ -186,15 +192,28 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
 				      size_t build_id_len, const char *path)
 {
+	size_t plen = strlen(path);
 	struct sym_module *m;
 	const char *slash;
+	uint8_t *key;
+	uint64_t *v;
+	int err;
 
 	if (build_id_len > SFU_BUILD_ID_MAX)
 		build_id_len = 0;
-	for (m = s->modules; m; m = m->next)
-		if (m->build_id_len == build_id_len &&
-		    !memcmp(m->build_id, build_id, build_id_len) && !strcmp(m->path, path))
-			return m;
+	/* a profile can name many modules: found by hash, not by a walk of a list */
+	key = malloc(1 + build_id_len + plen);
+	if (!key)
+		return NULL;
+	key[0] = build_id_len;
+	memcpy(key + 1, build_id, build_id_len);
+	memcpy(key + 1 + build_id_len, path, plen);
+	err = hmap__entry(s->module_keys, key, 1 + build_id_len + plen, &v, NULL);
+	free(key);
+	if (err)
+		return NULL;
+	if (*v)
+		return (struct sym_module *)(uintptr_t)*v;
 	m = calloc(1, sizeof(*m));
 	if (!m || !(m->path = strdup(path))) {
 		free(m);
@@ -216,6 +235,7 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	}
 	m->next = s->modules;
 	s->modules = m;
+	*v = (uintptr_t)m;
 	return m;
 }
 

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Session: mappings replace whole what they overlap, as records come, at any scale; frames placed as then. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "profile/profile.h"
+#include "report/export.h"
+#include "report/session.h"
+#include "sfunwind/cbf.h"
+#include "util/hmap.h"
+
+#define PAGE 0x1000ull
+#define WINDOW 0x7f0000000000ull
+#define NMODULES 4
+
+/* ---- the rule, written again the slow way: a list, searched whole ---- */
+
+struct model_map {
+	uint64_t start, end, file_offset;
+	uint8_t prot;
+	int module;		/* 0 none, else 1 + index of its path */
+};
+
+struct model_image {
+	struct model_map *maps;
+	size_t n, cap;
+};
+
+/* A mapping removes every mapping it overlaps, whole, then joins them. */
+static void model_add(struct model_image *im, const struct model_map *m)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < im->n; i++)
+		if (!(im->maps[i].start < m->end && m->start < im->maps[i].end))
+			im->maps[kept++] = im->maps[i];
+	im->n = kept;
+	if (im->n == im->cap) {
+		im->cap = im->cap ? 2 * im->cap : 64;
+		im->maps = realloc(im->maps, im->cap * sizeof(*im->maps));
+		assert_non_null(im->maps);
+	}
+	im->maps[im->n++] = *m;
+}
+
+static const struct model_map *model_find(const struct model_image *im, uint64_t addr)
+{
+	for (size_t i = 0; i < im->n; i++)
+		if (im->maps[i].start <= addr && addr < im->maps[i].end)
+			return &im->maps[i];
+	return NULL;
+}
+
+static int model_cmp(const void *pa, const void *pb)
+{
+	const struct model_map *a = pa, *b = pb;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* ---- writing the profile ---- */
+
+struct gen {
+	struct profile_writer *w;
+	uint32_t module_ids[NMODULES];
+	uint64_t time;
+};
+
+static const char *const module_paths[NMODULES] = {
+	"/nonexistent/sfprof-test/liba.so", "/nonexistent/sfprof-test/libb.so",
+	"/nonexistent/sfprof-test/libc.so", "/nonexistent/sfprof-test/big.so",
+};
+
+static void gen_open(struct gen *g, const char *path)
+{
+	static const uint8_t build_id[20] = { 0x5e, 0x55 };
+	struct profile_meta meta = { .freq_hz = 999 };
+	struct profile_diag diag;
+
+	memset(g, 0, sizeof(*g));
+	g->w = profile_writer__create(path, &meta, &diag);
+	if (!g->w)
+		fail_msg("%s", diag.reason);
+	for (int i = 0; i < NMODULES; i++) {
+		struct profile_module mod = { .build_id = build_id, .build_id_len = sizeof(build_id),
+					      .path = module_paths[i] };
+		uint8_t id[20];
+
+		/* a build ID each: markup describes only modules that have one */
+		memcpy(id, build_id, sizeof(id));
+		id[19] = i;
+		mod.build_id = id;
+		assert_int_equal(profile_writer__module(g->w, &mod, &g->module_ids[i]), 0);
+	}
+}
+
+static void gen_map(struct gen *g, uint32_t pid, const struct model_map *m)
+{
+	struct profile_mapping rec = { pid, m->start, m->end, m->file_offset, m->prot,
+				       m->module ? g->module_ids[m->module - 1] : 0 };
+
+	assert_int_equal(profile_writer__mapping(g->w, &rec), 0);
+}
+
+/* A sample of @pid whose user stack is @pc, then @ra as its caller's return address. */
+static void gen_sample(struct gen *g, uint32_t pid, uint64_t pc, uint64_t ra)
+{
+	uint8_t cbf[SFU_CBF_BOUND(2)];
+	uint64_t addrs[2] = { pc, ra };
+	struct sfu_cbf_enc enc;
+	struct profile_sample s = { .pid = pid, .tid = pid, .weight = 1 };
+
+	assert_int_equal(sfu_cbf_enc__init(&enc, 64, cbf, sizeof(cbf)), 0);
+	assert_int_equal(sfu_cbf_encode_stack(&enc, addrs, 2, 0, false), 0);
+	s.time_ns = g->time += 1000;
+	s.ustack = cbf;
+	s.ustack_len = sfu_cbf_enc__len(&enc);
+	assert_int_equal(profile_writer__sample(g->w, &s), 0);
+}
+
+static void gen_close(struct gen *g)
+{
+	struct profile_diag diag;
+
+	if (profile_writer__close(g->w, false, &diag))
+		fail_msg("%s", diag.reason);
+}
+
+static struct session *open_session(const char *path)
+{
+	struct session_opts opts = { .sym = { .no_debuginfod = true, .no_lines = true } };
+	struct profile_diag diag;
+	struct session *s = session__open(path, &opts, &diag);
+
+	if (!s)
+		fail_msg("%s", diag.reason);
+	assert_false(profile_status_damaged(session__status(s)));
+	return s;
+}
+
+/* ---- what a frame must be, by the model ---- */
+
+struct want_frame {
+	const char *dso;
+	uint64_t offset;
+};
+
+/* A frame at @addr (a return address when @is_ra) with the model's mappings then. */
+static struct want_frame model_frame(const struct model_image *im, uint64_t addr, bool is_ra)
+{
+	const struct model_map *m = model_find(im, is_ra ? addr - 1 : addr);
+
+	if (!m)
+		return (struct want_frame){ "[unknown]", addr };
+	if (!m->module)
+		return (struct want_frame){ "[anon]", addr };
+	return (struct want_frame){ strrchr(module_paths[m->module - 1], '/') + 1,
+				    addr - m->start + m->file_offset };
+}
+
+static void _check_frame(const struct session *s, uint32_t fi, const struct want_frame *want,
+			 size_t sample, const char *file, int line)
+{
+	const struct session_frame *f = session__frame(s, fi);
+
+	if (strcmp(f->dso, want->dso) || f->offset != want->offset || f->sym) {
+		print_error("sample %zu: frame %s+%#" PRIx64 ", want %s+%#" PRIx64 "\n", sample,
+			    f->dso, f->offset, want->dso, want->offset);
+		_fail(file, line);
+	}
+}
+#define check_frame(s, fi, w, i) _check_frame(s, fi, w, i, __FILE__, __LINE__)
+
+/* The session's mappings of image @im against the model's, sorted. */
+static void _check_maps(const struct session *s, const struct session_image *im,
+			struct model_image *model, const char *file, int line)
+{
+	qsort(model->maps, model->n, sizeof(*model->maps), model_cmp);
+	if (im->nmaps != model->n) {
+		print_error("%zu mappings, want %zu\n", im->nmaps, model->n);
+		_fail(file, line);
+	}
+	for (size_t i = 0; i < im->nmaps; i++) {
+		const struct session_map *got = &im->maps[i];
+		const struct model_map *want = &model->maps[i];
+		const char *path = got->module ? session__module(s, got->module - 1)->path : NULL;
+
+		if (got->start != want->start || got->end != want->end ||
+		    got->file_offset != want->file_offset || got->prot != want->prot ||
+		    !got->module != !want->module ||
+		    (want->module && strcmp(path, module_paths[want->module - 1]))) {
+			print_error("mapping %zu: %#" PRIx64 "-%#" PRIx64 " off %#" PRIx64
+				    " prot %u %s, want %#" PRIx64 "-%#" PRIx64 " off %#" PRIx64
+				    " prot %u %s\n", i, got->start, got->end, got->file_offset,
+				    got->prot, path ? path : "-", want->start, want->end,
+				    want->file_offset, want->prot,
+				    want->module ? module_paths[want->module - 1] : "-");
+			_fail(file, line);
+		}
+	}
+}
+#define check_maps(s, im, m) _check_maps(s, im, m, __FILE__, __LINE__)
+
+/* ---- random records against the model ---- */
+
+#define RANDOM_PIDS 2
+#define RANDOM_OPS 6000
+#define RANDOM_PAGES 800
+
+struct expected_sample {
+	struct want_frame pc, ra;
+};
+
+/* An address no sample used yet: frames outside modules are interned by address. */
+static uint64_t fresh_addr(struct test_rng *rng, struct hmap *used)
+{
+	for (;;) {
+		uint64_t a = WINDOW + rng_range(rng, 0, (RANDOM_PAGES + 16) * PAGE);
+		uint64_t *v;
+
+		assert_int_equal(hmap__entry_u64(used, a, &v), 0);
+		if (!*v) {
+			*v = 1;
+			return a;
+		}
+	}
+}
+
+static void random_records(const char *path, uint64_t seed, struct model_image *models,
+			   struct expected_sample **expect, size_t *nexpect)
+{
+	struct hmap *used = hmap__new(HMAP_U64);
+	struct test_rng rng;
+	struct gen g;
+	size_t cap = 0;
+
+	assert_non_null(used);
+	rng_seed(&rng, seed);
+	gen_open(&g, path);
+	*expect = NULL;
+	*nexpect = 0;
+	for (int op = 0; op < RANDOM_OPS; op++) {
+		uint32_t p = rng_range(&rng, 0, RANDOM_PIDS - 1);
+		struct model_image *im = &models[p];
+		int kind = rng_range(&rng, 0, 99);
+
+		if (kind < 60) {
+			uint64_t start = WINDOW + PAGE * rng_range(&rng, 0, RANDOM_PAGES);
+			struct model_map m = { start, start + PAGE * rng_range(&rng, 1, 12),
+					       PAGE * rng_range(&rng, 0, 63), rng_range(&rng, 0, 7),
+					       (int)rng_range(&rng, 0, NMODULES) };
+
+			gen_map(&g, 100 + p, &m);
+			model_add(im, &m);
+		} else if (kind < 99) {
+			struct expected_sample *e;
+			uint64_t pc = fresh_addr(&rng, used), ra = fresh_addr(&rng, used);
+
+			/* a return address just past a mapping's end belongs to it */
+			if (im->n && rng_range(&rng, 0, 3) == 0) {
+				const struct model_map *m = &im->maps[rng_range(&rng, 0, im->n - 1)];
+				uint64_t *v;
+
+				assert_int_equal(hmap__entry_u64(used, m->end, &v), 0);
+				if (!*v) {
+					*v = 1;
+					ra = m->end;
+				}
+			}
+			gen_sample(&g, 100 + p, pc, ra);
+			if (*nexpect == cap) {
+				cap = cap ? 2 * cap : 256;
+				*expect = realloc(*expect, cap * sizeof(**expect));
+				assert_non_null(*expect);
+			}
+			e = &(*expect)[(*nexpect)++];
+			e->pc = model_frame(im, pc, false);
+			e->ra = model_frame(im, ra, true);
+		} else {
+			/* exec: a new image, none of the old mappings */
+			struct profile_process proc = { .pid = 100 + p, .comm = "exec" };
+
+			assert_int_equal(profile_writer__process(g.w, &proc), 0);
+			im->n = 0;
+		}
+	}
+	gen_close(&g);
+	hmap__free(used);
+}
+
+/* The image of the last sample of @pid: its final mappings. */
+static const struct session_image *last_image(const struct session *s, uint32_t pid)
+{
+	const struct session_image *found = NULL;
+
+	for (size_t i = 0; i < session__nimages(s); i++)
+		if (session__image(s, i)->pid == pid)
+			found = session__image(s, i);
+	assert_non_null(found);
+	return found;
+}
+
+static void test_random_mappings(void **state)
+{
+	char *path = path_join_or_fail(*state, "random.data");
+
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		struct model_image models[RANDOM_PIDS] = { { 0 } };
+		struct expected_sample *expect;
+		struct session *s;
+		size_t n;
+
+		print_message("random mappings, seed %" PRIu64 "\n", seed);
+		random_records(path, seed, models, &expect, &n);
+		s = open_session(path);
+		assert_int_equal(session__nsamples(s), n);
+		for (size_t i = 0; i < n; i++) {
+			const struct session_stack *st = session__stack(s, session__sample(s, i)->stack);
+
+			assert_int_equal(st->count, 2);
+			check_frame(s, st->frames[0], &expect[i].pc, i);
+			check_frame(s, st->frames[1], &expect[i].ra, i);
+		}
+		for (uint32_t p = 0; p < RANDOM_PIDS; p++) {
+			check_maps(s, last_image(s, 100 + p), &models[p]);
+			free(models[p].maps);
+		}
+		session__free(s);
+		free(expect);
+	}
+	free(path);
+}
+
+/*
+ * Many mappings, their answer known by construction: N one-page mappings
+ * two pages apart written from the top down, then N / 2 three-page mappings
+ * in a shuffled order, each over a pair of them (which both go, whole) and
+ * the gap between; samples before and after in every part.
+ */
+#define MANY 100000
+
+static void test_many_mappings(void **state)
+{
+	char *path = path_join_or_fail(*state, "many.data");
+	size_t *order = malloc(MANY / 2 * sizeof(*order));
+	const struct session_image *im;
+	struct test_rng rng;
+	struct session *s;
+	size_t k = 0;
+	struct gen g;
+
+	assert_non_null(order);
+	rng_seed(&rng, 42);
+	gen_open(&g, path);
+	for (size_t i = MANY; i-- > 0;) {
+		uint64_t start = WINDOW + 2 * PAGE * i;
+		struct model_map m = { start, start + PAGE, PAGE * i, 5, 1 + i % 3 };
+
+		gen_map(&g, 7, &m);
+	}
+	/* in each small page, in the gap after it, and at the end of a pair as a return address */
+	for (size_t i = 0; i < MANY; i += 97)
+		gen_sample(&g, 7, WINDOW + 2 * PAGE * i + 0x10, WINDOW + 2 * PAGE * i + PAGE);
+	for (size_t j = 0; j < MANY / 2; j++)
+		order[j] = j;
+	for (size_t j = MANY / 2; j > 1; j--) {
+		size_t r = rng_range(&rng, 0, j - 1), t = order[j - 1];
+
+		order[j - 1] = order[r];
+		order[r] = t;
+	}
+	for (size_t j = 0; j < MANY / 2; j++) {
+		uint64_t start = WINDOW + 4 * PAGE * order[j];
+		struct model_map m = { start, start + 3 * PAGE, 0x100000, 5, 4 };
+
+		gen_map(&g, 7, &m);
+	}
+	for (size_t i = 0; i < MANY; i += 97)
+		gen_sample(&g, 7, WINDOW + 2 * PAGE * i + 0x10, WINDOW + 2 * PAGE * i + PAGE + 0x10);
+	gen_close(&g);
+	free(order);
+
+	s = open_session(path);
+	assert_int_equal(session__nsamples(s), 2 * ((MANY + 96) / 97));
+	for (size_t n = 0, i = 0; i < MANY; i += 97, n++) {
+		const struct session_stack *before = session__stack(s, session__sample(s, n)->stack);
+		const struct session_stack *after =
+			session__stack(s, session__sample(s, n + (MANY + 96) / 97)->stack);
+		static const char *const small[] = { "liba.so", "libb.so", "libc.so" };
+		uint64_t pair = 4 * PAGE * (i / 2), at = 2 * PAGE * i;
+		struct want_frame w;
+
+		w = (struct want_frame){ small[i % 3], PAGE * i + 0x10 };
+		check_frame(s, before->frames[0], &w, n);
+		/* the return address at the small page's end is in it */
+		w = (struct want_frame){ small[i % 3], PAGE * i + PAGE };
+		check_frame(s, before->frames[1], &w, n);
+		if (at + PAGE < pair + 3 * PAGE) {
+			w = (struct want_frame){ "big.so", 0x100000 + at - pair + 0x10 };
+			check_frame(s, after->frames[0], &w, n);
+			w = (struct want_frame){ "big.so", 0x100000 + at - pair + PAGE + 0x10 };
+			check_frame(s, after->frames[1], &w, n);
+		} else {
+			/* the second of a pair: its page is the big one's last, the gap after it none's */
+			w = (struct want_frame){ "big.so", 0x100000 + at - pair + 0x10 };
+			check_frame(s, after->frames[0], &w, n);
+			w = (struct want_frame){ "[unknown]", WINDOW + at + PAGE + 0x10 };
+			check_frame(s, after->frames[1], &w, n);
+		}
+		k++;
+	}
+	im = last_image(s, 7);
+	assert_int_equal(im->nmaps, MANY / 2);
+	for (size_t j = 0; j < im->nmaps; j++) {
+		assert_int_equal(im->maps[j].start, WINDOW + 4 * PAGE * j);
+		assert_int_equal(im->maps[j].end, WINDOW + 4 * PAGE * j + 3 * PAGE);
+		assert_string_equal(session__module(s, im->maps[j].module - 1)->path,
+				    module_paths[3]);
+	}
+	assert_true(k > 1000);
+	session__free(s);
+	free(path);
+}
+
+/* ---- where exporters place frames: the linear search they did before, against the index ---- */
+
+static bool old_frame_addr(const struct image_layout *l, const struct session_frame *f,
+			   uint64_t *addr, size_t *map)
+{
+	const struct session_image *im = l->im;
+	uint64_t rel = f->is_ra && f->rel ? f->rel - 1 : f->rel;
+
+	*addr = f->addr;
+	*map = SIZE_MAX;
+	if (f->kernel || f->omitted)
+		return false;
+	if (!f->module) {
+		for (size_t i = 0; i < im->nmaps; i++) {
+			if (f->addr >= im->maps[i].start && f->addr < im->maps[i].end) {
+				*map = i;
+				break;
+			}
+		}
+		return *map != SIZE_MAX;
+	}
+	for (size_t i = 0; i < im->nmaps; i++) {
+		const struct session_map *m = &im->maps[i];
+
+		if (m->module != f->module || !l->known[i])
+			continue;
+		if (rel >= l->vaddr[i] && rel - l->vaddr[i] < m->end - m->start) {
+			*addr = f->rel - l->vaddr[i] + m->start;
+			*map = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void test_layout_frames(void **state)
+{
+	char *path = path_join_or_fail(*state, "layout.data");
+
+	for (uint64_t seed = 11; seed <= 13; seed++) {
+		struct model_image models[RANDOM_PIDS] = { { 0 } };
+		struct expected_sample *expect;
+		size_t n, placed = 0, checked = 0;
+		struct session *s;
+
+		random_records(path, seed, models, &expect, &n);
+		s = open_session(path);
+		/* frames are shared by images: each frame in each image, as the exporters ask */
+		for (uint32_t i = 0; i < session__nimages(s); i++) {
+			struct image_layout l;
+
+			if (!session__image(s, i)->nmaps)
+				continue;
+			assert_int_equal(image_layout__init(&l, s, i), 0);
+			for (uint32_t fi = 0; fi < session__nframes(s); fi++) {
+				const struct session_frame *f = session__frame(s, fi);
+				uint64_t got_addr, want_addr;
+				size_t got_map, want_map;
+				bool got = image_layout__frame_addr(&l, f, &got_addr, &got_map);
+				bool want = old_frame_addr(&l, f, &want_addr, &want_map);
+
+				if (got != want || got_addr != want_addr || got_map != want_map)
+					fail_msg("seed %" PRIu64 ", image %u, frame %u (%s+%#" PRIx64
+						 "): placed %d at %#" PRIx64 " in %zu, want %d at %#"
+						 PRIx64 " in %zu", seed, i, fi, f->dso, f->offset, got,
+						 got_addr, got_map, want, want_addr, want_map);
+				placed += got;
+				checked++;
+			}
+			image_layout__release(&l);
+		}
+		print_message("layout, seed %" PRIu64 ": %zu of %zu frames placed\n", seed, placed,
+			      checked);
+		assert_true(placed > checked / 10 && placed < checked);
+		for (uint32_t p = 0; p < RANDOM_PIDS; p++)
+			free(models[p].maps);
+		session__free(s);
+		free(expect);
+	}
+	free(path);
+}
+
+static int setup_dir(void **state)
+{
+	*state = make_temp_dir_or_fail();
+	return 0;
+}
+
+static int teardown_dir(void **state)
+{
+	remove_temp_dir(*state);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_random_mappings, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_many_mappings, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_layout_frames, setup_dir, teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
