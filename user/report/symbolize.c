@@ -379,7 +379,9 @@ static void load_kallsyms(struct symbolizer *s)
 			s->nksyms++;
 	}
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	/* no text symbols (a file of data symbols, an empty one): no array to sort */
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 }
 
 bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out)
