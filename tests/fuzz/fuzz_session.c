@@ -157,8 +157,44 @@ static void check_samples(const struct session *s)
 		check_frame(s, (uint32_t)i);
 }
 
+/* Records of each type in the file, as the reader gives them. */
+struct counts {
+	uint64_t of[PROFILE_REC_COMM + 1];
+};
+
+static void count_records(const char *path, struct counts *c)
+{
+	struct profile_diag diag = { "" };
+	struct profile_reader *r = profile_reader__open(path, &diag);
+	struct profile_record rec;
+
+	memset(c, 0, sizeof(*c));
+	while (r && profile_reader__next(r, &rec) > 0)
+		if (rec.type <= PROFILE_REC_COMM)
+			c->of[rec.type]++;
+	profile_reader__free(r);
+}
+
+/* What a session holds is made from records: never more of it than they give. */
+static void check_counts(const struct session *s, const struct counts *c)
+{
+	uint64_t images = c->of[PROFILE_REC_PROCESS] + c->of[PROFILE_REC_MAPPING] +
+			  c->of[PROFILE_REC_SAMPLE];
+
+	if (session__nmodules(s) > c->of[PROFILE_REC_MODULE])
+		broken("%zu modules from %llu module records", session__nmodules(s),
+		       (unsigned long long)c->of[PROFILE_REC_MODULE]);
+	if (session__nimages(s) > images)
+		broken("%zu images from %llu process, mapping and sample records",
+		       session__nimages(s), (unsigned long long)images);
+	if (session__nsamples(s) != c->of[PROFILE_REC_SAMPLE])
+		broken("%zu samples from %llu sample records", session__nsamples(s),
+		       (unsigned long long)c->of[PROFILE_REC_SAMPLE]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct counts counts;
 	struct profile_diag diag = { "" };
 	struct profile_input in;
 	struct session *s;
@@ -177,6 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			broken("file_size %llu, the file has %zu bytes",
 			       (unsigned long long)st->file_size, in.size);
 		sink += session__meta(s)->freq_hz + st->bad_blocks;
+		count_records(in.path, &counts);
+		check_counts(s, &counts);
 		check_images(s);
 		check_samples(s);
 		session__free(s);

@@ -22,8 +22,9 @@ struct session {
 	size_t nstrings, strings_cap;
 	struct session_image *images;
 	size_t nimages, images_cap;
-	struct session_module *modules;	/* by module id - 1 */
+	struct session_module *modules;	/* in the order of their first record */
 	size_t nmodules, modules_cap;
+	struct hmap *module_ids;	/* the file's module id -> index + 1 in modules */
 	struct session_sample *samples;
 	size_t nsamples, samples_cap;
 	struct session_stack *stacks;
@@ -93,6 +94,14 @@ static int current_image(struct session *s, uint32_t pid, bool sampled, uint32_t
 	return 0;
 }
 
+/* The session's index + 1 of the file's module @id, 0 for none. */
+static uint32_t module_index(struct session *s, uint64_t id)
+{
+	uint64_t *v;
+
+	return id && !hmap__find_u64(s->module_ids, id, &v) ? (uint32_t)*v : 0;
+}
+
 static int add_map(struct session *s, const struct profile_mapping *m)
 {
 	struct session_image *im;
@@ -117,7 +126,7 @@ static int add_map(struct session *s, const struct profile_mapping *m)
 	for (i = im->nmaps; i > 0 && maps[i - 1].start > m->start; i--)
 		maps[i] = maps[i - 1];
 	maps[i] = (struct session_map){ m->start, m->end, m->file_offset, m->prot,
-					m->module_id <= s->nmodules ? m->module_id : 0 };
+					module_index(s, m->module_id) };
 	im->nmaps++;
 	return 0;
 }
@@ -125,16 +134,26 @@ static int add_map(struct session *s, const struct profile_mapping *m)
 static int add_module(struct session *s, const struct profile_module *m)
 {
 	struct session_module *mod;
+	uint64_t *v;
 
-	if (!m->id || m->id > 1u << 24)
+	if (!m->id)
 		return 0;
-	if (m->id > s->nmodules) {
-		if (VEC_RESERVE(s->modules, s->modules_cap, m->id, 64))
+	/*
+	 * Kept by id in a map: the writer numbers modules from 1, but an id is
+	 * the file's to say, and an array indexed by a damaged one (16 million
+	 * from 9 bytes) took gigabytes.
+	 */
+	if (hmap__entry_u64(s->module_ids, m->id, &v))
+		return -ENOMEM;
+	if (!*v) {
+		if (VEC_RESERVE(s->modules, s->modules_cap, s->nmodules + 1, 64)) {
+			hmap__delete_u64(s->module_ids, m->id, NULL);
 			return -ENOMEM;
-		memset(s->modules + s->nmodules, 0, (m->id - s->nmodules) * sizeof(*s->modules));
-		s->nmodules = m->id;
+		}
+		memset(&s->modules[s->nmodules], 0, sizeof(*s->modules));
+		*v = ++s->nmodules;
 	}
-	mod = &s->modules[m->id - 1];
+	mod = &s->modules[*v - 1];
 	mod->build_id_len = m->build_id_len <= sizeof(mod->build_id) ? m->build_id_len : 0;
 	memcpy(mod->build_id, m->build_id, mod->build_id_len);
 	mod->path = keep_str(s, m->path);
@@ -418,6 +437,7 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 
 	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL)) ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
+	    !(s->module_ids = hmap__new(HMAP_U64)) ||
 	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128))) {
 		snprintf(diag->reason, sizeof(diag->reason), "out of memory");
 		session__free(s);
@@ -464,6 +484,7 @@ void session__free(struct session *s)
 	free(s->frames);
 	hmap__free(s->by_pid);
 	hmap__free(s->by_tid);
+	hmap__free(s->module_ids);
 	hmap__free(s->stack_keys);
 	hmap__free(s->frame_keys);
 	profile_reader__free(s->reader);
