@@ -5,10 +5,11 @@
  * the shape of each: whole lines, a gzip stream holding well-formed protobuf
  * with pprof's empty first string, a whole SVG document.
  *
- * With SFPROF_FUZZ_STRICT_TEXT=1 in the environment, text from the profile
- * must also come out as issue 12's rule wants it: valid UTF-8, no control
- * characters but the format's own newlines, and each collapsed line a stack
- * and a count.
+ * Where the rule for text from outside is built in (user/util/text.h, issue
+ * 12), text from the profile must also come out as it wants: valid UTF-8, no
+ * control characters but the format's own newlines, and each collapsed line
+ * a stack and a count. SFPROF_FUZZ_STRICT_TEXT=0 or 1 in the environment
+ * turns that off or on whatever the build.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -24,6 +25,15 @@
 #include "report/export.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#if defined(__has_include)
+#if __has_include("util/text.h")
+#define STRICT_TEXT_DEFAULT 1
+#endif
+#endif
+#ifndef STRICT_TEXT_DEFAULT
+#define STRICT_TEXT_DEFAULT 0
+#endif
 
 /* Bytes of inflated pprof output looked at: a bound on one input's time. */
 #define MAX_PPROF_BYTES (16u << 20)
@@ -260,7 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strict_text < 0) {
 		const char *e = getenv("SFPROF_FUZZ_STRICT_TEXT");
 
-		strict_text = e && *e && strcmp(e, "0");
+		strict_text = e && *e ? strcmp(e, "0") != 0 : STRICT_TEXT_DEFAULT;
 	}
 	if (profile_input__open(&in, data, size))
 		broken("cannot hand %zu bytes to the session", size);
