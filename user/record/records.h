@@ -39,7 +39,7 @@ int task_record__time(const struct perf_event_header *e, uint64_t *time);
  */
 enum record_capture_kind {
 	RECORD_CAPTURE_TASK = 0,	/* a perf task event (its header.size bytes) */
-	RECORD_CAPTURE_SAMPLE = 1,	/* a ring record, unchecked */
+	RECORD_CAPTURE_SAMPLE = 1,	/* a ring record as the ring gave it, once checked */
 };
 
 /* The environment variable naming the capture file: unset, nothing is captured. */
@@ -54,7 +54,7 @@ struct record_capture;
  */
 struct record_capture *record_capture__open(const char *path);
 
-/** record_capture__add() - append one item; the first failed write stops the capture. */
+/** record_capture__add() - append one item (none without a capture); the first failed write stops it. */
 void record_capture__add(struct record_capture *c, enum record_capture_kind kind,
 			 const void *data, size_t len);
 
