@@ -7,11 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-#include <zstd.h>
 
 #include "profile/profile.h"
+#include "profile_input.h"
 #include "sfunwind/cbf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -19,8 +17,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Stacks decoded per input, and results kept per stack: bounds the time of one input. */
 #define MAX_DECODED_STACKS 256
 #define MAX_RESULTS 4096
-
-static const uint8_t file_magic[8] = { 0x89, 'S', 'F', 'P', 'R', 'O', 'F', '\n' };
 
 static volatile uint64_t sink;
 
@@ -171,129 +167,13 @@ static void read_profile(const char *path, uint64_t file_size)
 	profile_reader__free(r);
 }
 
-/* CRC-32 (zlib's) for the frame the harness builds around raw records. */
-static uint32_t crc32_ieee(const uint8_t *p, size_t len)
-{
-	uint32_t c = 0xffffffffu;
-
-	while (len--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & -(c & 1));
-	}
-	return ~c;
-}
-
-static void put_le(uint8_t *p, uint64_t v, unsigned size)
-{
-	for (unsigned i = 0; i < size; i++)
-		p[i] = v >> (8 * i);
-}
-
-/*
- * Input that is not a file is the records of one block: wrap it in a header,
- * a block and a trailer so that mutations reach the record decoder rather
- * than stop at the zstd checksum. @return the file's size, 0 when it cannot be built.
- */
-static size_t wrap_records(const uint8_t *recs, size_t len, uint8_t **out)
-{
-	size_t hdr = 40 + 3 + 4, bound = ZSTD_compressBound(len), csize;
-	uint8_t *f = malloc(hdr + 20 + bound + 64), *b, *t;
-	ZSTD_CCtx *zc = ZSTD_createCCtx();
-
-	if (!f || !zc) {
-		free(f);
-		ZSTD_freeCCtx(zc);
-		return 0;
-	}
-	memset(f, 0, hdr);
-	memcpy(f, file_magic, 8);
-	put_le(f + 8, 1, 2);
-	put_le(f + 10, hdr, 2);
-	put_le(f + 24, 999, 4);
-	put_le(f + hdr - 4, crc32_ieee(f, hdr - 4), 4);
-	b = f + hdr;
-	ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
-	csize = ZSTD_compress2(zc, b + 20, bound, len ? recs : (const uint8_t *)"", len);
-	ZSTD_freeCCtx(zc);
-	if (ZSTD_isError(csize)) {
-		free(f);
-		return 0;
-	}
-	memcpy(b, "SFB1", 4);
-	put_le(b + 4, csize, 4);
-	put_le(b + 8, len, 4);
-	put_le(b + 12, 0, 4);
-	put_le(b + 16, crc32_ieee(b, 16), 4);
-	t = b + 20 + csize;
-	memset(t, 0, 64);
-	memcpy(t, "SFT1", 4);
-	put_le(t + 4, 64, 4);
-	put_le(t + 60, crc32_ieee(t, 60), 4);
-	*out = f;
-	return hdr + 20 + csize + 64;
-}
-
-/*
- * The reader takes a path: hand it the bytes through a memfd, or a temporary
- * file when /proc is not there (*named is then set: unlink @path after).
- */
-static int open_input(const uint8_t *data, size_t size, char *path, size_t path_len, bool *named)
-{
-	int fd = memfd_create("fuzz_profile", MFD_CLOEXEC);
-	size_t done = 0;
-
-	*named = false;
-	if (fd >= 0) {
-		snprintf(path, path_len, "/proc/self/fd/%d", fd);
-		if (access(path, R_OK)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd < 0) {
-		const char *tmp = getenv("TMPDIR");
-
-		snprintf(path, path_len, "%s/fuzz_profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		fd = mkstemp(path);
-		if (fd < 0)
-			return -1;
-		*named = true;
-	}
-	while (done < size) {
-		ssize_t n = write(fd, data + done, size - done);
-
-		if (n <= 0) {
-			close(fd);
-			if (*named)
-				unlink(path);
-			return -1;
-		}
-		done += n;
-	}
-	return fd;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t *wrapped = NULL;
-	char path[256];
-	bool named;
-	int fd;
+	struct profile_input in;
 
-	if (size < sizeof(file_magic) || memcmp(data, file_magic, sizeof(file_magic))) {
-		size = wrap_records(data, size, &wrapped);
-		if (!size)
-			return 0;
-		data = wrapped;
-	}
-	fd = open_input(data, size, path, sizeof(path), &named);
-	if (fd < 0)
+	if (profile_input__open(&in, data, size))
 		broken("cannot hand %zu bytes to the reader", size);
-	read_profile(path, size);
-	close(fd);
-	if (named)
-		unlink(path);
-	free(wrapped);
+	read_profile(in.path, in.size);
+	profile_input__close(&in);
 	return 0;
 }

@@ -8,12 +8,22 @@
 #   OUTDIR/ehframe/ .eh_frame and .eh_frame_hdr in fuzz_ehframe.c's form,
 #   OUTDIR/core/ small core files (core_seed.py),
 #   OUTDIR/xray/ XRay traces compiler-rt wrote (FDR and basic mode), where
-#   clang++-16 and its XRay runtime are installed.
+#   clang++-16 and its XRay runtime are installed,
+#   OUTDIR/symbolize/ programs built with -g (C and C++), a small glibc library
+#   and its debug file (libc6-dbg), C++ names from libstdc++'s symbol table,
+#   OUTDIR/kallsyms/ excerpts of /proc/kallsyms (and OUTDIR/kallsyms-session,
+#   the larger one fuzz_session and fuzz_export name kernel frames from),
+#   OUTDIR/maps/ /proc/PID/maps of a few programs,
+#   OUTDIR/unwind/ stacks unwind_seed_prog captured of itself, with the
+#   modules they run in under OUTDIR/unwind-modules/.
+# Recorded profiles and perf records (BPF) come from record_seeds.sh.
 set -euo pipefail
 
 srcdir=$1 outdir=$2 stamp=$3
 rm -rf "$outdir"
-mkdir -p "$outdir/sframe" "$outdir/elf" "$outdir/ehframe" "$outdir/core" "$outdir/xray"
+mkdir -p "$outdir/sframe" "$outdir/elf" "$outdir/ehframe" "$outdir/core" "$outdir/xray" \
+	"$outdir/symbolize" "$outdir/kallsyms" "$outdir/maps" "$outdir/unwind" \
+	"$outdir/unwind-modules"
 python3 "$srcdir/core_seed.py" "$outdir/core"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -69,6 +79,55 @@ if command -v clang++-16 >/dev/null &&
 else
 	echo "gen_seeds: clang++-16 -fxray-instrument not available, no real XRay traces" >&2
 fi
+
+# The symbolizer: DWARF of a C and a C++ program (the C++ one's names mangled),
+# a real library's symbol tables and its debug file.
+gcc -O2 -g -o "$outdir/symbolize/seed_prog-g" "$srcdir/seed_prog.c"
+g++ -O2 -g -o "$outdir/symbolize/symbolize_seed-g" "$srcdir/symbolize_seed.cc"
+lib=$(gcc -print-file-name=libmemusage.so)
+if [ -f "$lib" ]; then
+	cp "$(readlink -f "$lib")" "$outdir/symbolize/libmemusage.so"
+	id=$(readelf -n "$lib" | awk '/Build ID/ { print $3 }')
+	debug=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+	if [ -f "$debug" ]; then
+		cp "$debug" "$outdir/symbolize/libmemusage.so.debug"
+	else
+		echo "gen_seeds: no debug file for $lib (libc6-dbg): not a seed" >&2
+	fi
+fi
+# Demangling: names from libstdc++'s symbol table, 40 to a seed.
+libstdcxx=$(g++ -print-file-name=libstdc++.so)
+if [ -f "$libstdcxx" ]; then
+	nm -D --defined-only "$libstdcxx" | awk '$3 ~ /^_Z/ { sub(/@.*/, "", $3); print $3 }' | awk 'NR % 97 == 1' |
+		head -n 120 | split -l 40 - "$outdir/symbolize/names-libstdc++-"
+fi
+
+# kallsyms: excerpts of the running kernel's (with addresses only when root).
+if [ -r /proc/kallsyms ] && awk 'NR == 1 { exit $1 ~ /^0+$/ }' /proc/kallsyms; then
+	head -n 200 /proc/kallsyms >"$outdir/kallsyms/head"
+	awk 'NR % 500 == 0' /proc/kallsyms | head -n 200 >"$outdir/kallsyms/every-500th"
+	grep -m 100 '\[' /proc/kallsyms >"$outdir/kallsyms/modules" || true
+	awk '$2 ~ /^[tTwW]$/ && NR % 40 == 0' /proc/kallsyms >"$outdir/kallsyms-session"
+else
+	echo "gen_seeds: /proc/kallsyms has no addresses here: no kallsyms seeds" >&2
+fi
+
+# Maps of real processes: cat's, a shell's, python's.
+cat /proc/self/maps >"$outdir/maps/cat"
+sh -c 'cat "/proc/$$/maps"' >"$outdir/maps/sh"
+if command -v python3 >/dev/null; then
+	python3 -c 'import sys; sys.stdout.write(open("/proc/self/maps").read())' \
+		>"$outdir/maps/python3"
+fi
+
+# The unwinder: a C++ program without .sframe and its --gsframe library, run to
+# capture its own stacks; fuzz_unwind maps the same files.
+mods=$outdir/unwind-modules
+gcc -O2 -fPIC -shared -Wa,--gsframe -fno-omit-frame-pointer -Wl,-soname,libunwseed.so \
+	-o "$mods/libunwseed.so" "$srcdir/unwind_seed_lib.c"
+g++ -O2 -o "$mods/unwind_seed_prog" "$srcdir/unwind_seed_prog.cc" -I"$srcdir" \
+	-L"$mods" -lunwseed -Wl,-rpath,'$ORIGIN'
+"$mods/unwind_seed_prog" "$outdir/unwind/captured"
 
 if [ "$made" -eq 0 ]; then
 	echo "gen_seeds: no compiler produced a seed" >&2

@@ -33,8 +33,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stac
 status=0
 # libFuzzer's default exit code for a finding, 77, would read as "skipped".
 # verbosity=0 drops the line per new input, which would bury a report.
+# One allocation of 512 MiB from an input of at most a few hundred KiB is a
+# count the parser trusted (a profile's module id once made 1.6 GiB of one).
 "$fuzzer" -runs="$runs" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
-	-error_exitcode=1 -timeout_exitcode=1 -rss_limit_mb=2048 -verbosity=0 \
+	-error_exitcode=1 -timeout_exitcode=1 -rss_limit_mb=2048 -malloc_limit_mb=512 -verbosity=0 \
 	-print_final_stats=1 -artifact_prefix="$work/artifacts/" \
 	"$work/corpus" "${seeds[@]}" || status=$?
 

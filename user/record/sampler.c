@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "records.h"
 #include "sample.skel.h"
 #include "sampler.h"
 
@@ -66,6 +67,7 @@ struct sampler {
 	int epfd;		/* the ring's and the task buffers' epoll fds */
 	int delivered;
 	int err;
+	struct record_capture *capture;	/* SFPROF_DEBUG_CAPTURE: what is handed over, for the fuzz corpora */
 };
 
 static void msg(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -94,21 +96,13 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* The time in a record's sample_id (TID then TIME: the last 8 bytes). */
-static bool record_time(const struct perf_event_header *e, uint64_t *time)
-{
-	if (e->size < sizeof(*e) + 16)
-		return false;
-	memcpy(time, (const uint8_t *)e + e->size - 8, 8);
-	return true;
-}
-
 /* Deliver pending task events up to and including @time. */
 static void advance(struct sampler *s, uint64_t time)
 {
 	while (s->evs_head < s->evs_len && s->evs[s->evs_head].time <= time) {
 		struct task_ev *ev = &s->evs[s->evs_head++];
 
+		record_capture__add(s->capture, RECORD_CAPTURE_TASK, ev->rec, ev->rec->size);
 		s->cbs.task_event(s->ctx, ev->rec, ev->time);
 		free(ev->rec);
 	}
@@ -118,21 +112,15 @@ static void advance(struct sampler *s, uint64_t time)
 
 static void deliver(struct sampler *s, const void *data, size_t len)
 {
-	const struct sample_hdr *h = data;
-	size_t kbytes;
+	struct sample_view v;
 
-	if (len < sizeof(*h) || h->kstack_depth > MAX_KSTACK_DEPTH) {
+	if (sample_record__check(data, len, &v)) {
 		s->malformed++;
 		return;
 	}
-	kbytes = (size_t)h->kstack_depth * 8;	/* the user stack follows the kernel stack */
-	if (len - sizeof(*h) < kbytes || h->ustack_len > len - sizeof(*h) - kbytes) {
-		s->malformed++;
-		return;
-	}
-	advance(s, h->time_ns);
-	s->cbs.sample(s->ctx, h, (const uint64_t *)((const uint8_t *)data + sizeof(*h)),
-		      (const uint8_t *)data + sizeof(*h) + kbytes);
+	advance(s, v.h->time_ns);
+	record_capture__add(s->capture, RECORD_CAPTURE_SAMPLE, data, len);
+	s->cbs.sample(s->ctx, v.h, v.kstack, v.ustack);
 	s->delivered++;
 }
 
@@ -192,7 +180,7 @@ static enum bpf_perf_event_ret on_task_event(void *ctx, int cpu, struct perf_eve
 	if (e->type != PERF_RECORD_MMAP2 && e->type != PERF_RECORD_COMM &&
 	    e->type != PERF_RECORD_FORK && e->type != PERF_RECORD_EXIT)
 		return LIBBPF_PERF_EVENT_CONT;
-	if (!record_time(e, &time))
+	if (task_record__time(e, &time))
 		return LIBBPF_PERF_EVENT_CONT;
 	if (s->evs_len == s->evs_cap) {
 		size_t cap = s->evs_cap ? s->evs_cap * 2 : 256;
@@ -457,6 +445,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 			     void *ctx, char *err, size_t errlen)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
+	const char *capture;
 	int e;
 
 	if (!s) {
@@ -469,6 +458,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->ctx = ctx;
 	s->freq_hz = opts->freq_hz;
 	libbpf_set_print(libbpf_quiet);
+	capture = getenv(RECORD_CAPTURE_ENV);
+	if (capture && *capture && !(s->capture = record_capture__open(capture))) {
+		e = errno;
+		msg(err, errlen, "%s=%s: %s", RECORD_CAPTURE_ENV, capture, strerror(e));
+		goto fail;
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		msg(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
 		    "sfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF");
@@ -550,6 +545,7 @@ void sampler__free(struct sampler *s)
 	ring_buffer__free(s->ring);
 	perf_buffer__free(s->tasks);
 	sample_bpf__destroy(s->skel);
+	record_capture__close(s->capture);
 	for (size_t i = s->evs_head; i < s->evs_len; i++)
 		free(s->evs[i].rec);
 	for (size_t i = 0; i < s->late_len; i++)

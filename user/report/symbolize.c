@@ -378,28 +378,39 @@ static int ksym_cmp(const void *a, const void *b)
 static void load_kallsyms(struct symbolizer *s)
 {
 	FILE *f = fopen(s->opts.kallsyms ? s->opts.kallsyms : "/proc/kallsyms", "re");
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
 
 	s->ksyms_loaded = true;
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
+	/*
+	 * Whole lines: names reach 512 bytes (KSYM_NAME_LEN), and the rest of a
+	 * line cut by a fixed buffer would read as a line of its own, naming a
+	 * symbol no line gives.
+	 */
+	while (getline(&line, &cap, f) > 0) {
 		unsigned long long addr;
+		int name = 0, name_end = 0;
+		char type;
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+		if (sscanf(line, "%llx %c %n%*s%n", &addr, &type, &name, &name_end) != 2 ||
+		    !name_end || !addr)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
 		if (VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536))
 			break;
 		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = strdup(name);
+		s->ksyms[s->nksyms].name = strndup(line + name, name_end - name);
 		if (s->ksyms[s->nksyms].name)
 			s->nksyms++;
 	}
+	free(line);
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	/* no text symbols (a file of data symbols, an empty one): no array to sort */
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 }
 
 bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out)
