@@ -20,6 +20,7 @@ Exit status 0 pass, 1 fail.
 """
 
 import argparse
+import gzip
 import os
 import shutil
 import struct
@@ -87,7 +88,6 @@ def run_cmd(ctx, argv, out):
         with open(out, 'rb') as f:
             text = f.read()
         if out.endswith('.pprof'):
-            import gzip
             text = gzip.decompress(text)
     return p, text
 
