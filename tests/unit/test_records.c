@@ -70,6 +70,20 @@ static void test_sample_bounds(void **state)
 	}
 }
 
+/* A sample's time is a u64 the profile keeps as a signed one: past INT64_MAX the record is bad. */
+static void test_sample_time(void **state)
+{
+	struct sample_hdr h = { .time_ns = (uint64_t)INT64_MAX };
+	struct sample_view v;
+
+	(void)state;
+	assert_int_equal(sample_record__check(&h, sizeof(h), &v), 0);
+	h.time_ns++;
+	assert_int_equal(sample_record__check(&h, sizeof(h), &v), -EBADMSG);
+	h.time_ns = UINT64_MAX;
+	assert_int_equal(sample_record__check(&h, sizeof(h), &v), -EBADMSG);
+}
+
 static void test_task_time(void **state)
 {
 	uint8_t rec[64] = { 0 };
@@ -88,6 +102,13 @@ static void test_task_time(void **state)
 	t = 0;
 	assert_int_equal(task_record__time(e, &t), 0);
 	assert_true(t == want);
+	/* past INT64_MAX ns: no clock's, and the profile file cannot hold it */
+	want = (uint64_t)INT64_MAX;
+	memcpy(rec + 16, &want, 8);
+	assert_int_equal(task_record__time(e, &t), 0);
+	want++;
+	memcpy(rec + 16, &want, 8);
+	assert_int_equal(task_record__time(e, &t), -EBADMSG);
 	e->size = sizeof(*e) + 15;
 	assert_int_equal(task_record__time(e, &t), -EBADMSG);
 	e->size = 0;
@@ -153,6 +174,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_bounds),
+		cmocka_unit_test(test_sample_time),
 		cmocka_unit_test(test_task_time),
 		cmocka_unit_test(test_capture_file),
 	};

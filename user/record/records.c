@@ -14,7 +14,8 @@ int sample_record__check(const void *data, size_t len, struct sample_view *out)
 	const struct sample_hdr *h = data;
 	size_t kbytes;
 
-	if (len < sizeof(*h) || h->kstack_depth > MAX_KSTACK_DEPTH)
+	/* a time past INT64_MAX ns is no clock's: the profile file cannot hold it */
+	if (len < sizeof(*h) || h->kstack_depth > MAX_KSTACK_DEPTH || h->time_ns > INT64_MAX)
 		return -EBADMSG;
 	kbytes = (size_t)h->kstack_depth * 8;	/* the user stack follows the kernel stack */
 	if (len - sizeof(*h) < kbytes || h->ustack_len > len - sizeof(*h) - kbytes)
@@ -30,7 +31,7 @@ int task_record__time(const struct perf_event_header *e, uint64_t *time)
 	if (e->size < sizeof(*e) + 16)
 		return -EBADMSG;
 	memcpy(time, (const uint8_t *)e + e->size - 8, 8);
-	return 0;
+	return *time > INT64_MAX ? -EBADMSG : 0;
 }
 
 struct record_capture {

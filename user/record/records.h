@@ -21,14 +21,16 @@ struct sample_view {
  * its header, kstack_depth kernel addresses, then ustack_len bytes of stack.
  * @data: the record, 8-byte aligned as the ring gives it.
  * @return 0 with @out set, or -EBADMSG for a record shorter than its header
- * says, or with a kernel stack deeper than the BPF side writes.
+ * says, with a kernel stack deeper than the BPF side writes, or with a
+ * time past INT64_MAX ns (no clock's, and the profile file cannot hold it).
  */
 int sample_record__check(const void *data, size_t len, struct sample_view *out);
 
 /**
  * task_record__time() - the time in a task event's sample_id (TID then TIME:
  * the record's last 8 bytes), e->size bytes being readable at @e.
- * @return 0, or -EBADMSG for a record too short to hold one.
+ * @return 0, or -EBADMSG for a record too short to hold one or a time past
+ * INT64_MAX ns.
  */
 int task_record__time(const struct perf_event_header *e, uint64_t *time);
 
