@@ -256,9 +256,17 @@ bool sym_module__found(const struct sym_module *m)
 
 char *symbolizer__demangle(const char *name)
 {
+	char *dm;
+
 	if (!name || (strncmp(name, "_Z", 2) && strncmp(name, "_R", 2)))
 		return NULL;
-	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	dm = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	/* libiberty demangles some names to nothing ("_RC0", a Rust crate root): shown as they are */
+	if (dm && !dm[0]) {
+		free(dm);
+		return NULL;
+	}
+	return dm;
 }
 
 /* The demangled (or plain) name of the symbol starting at @start, cached. */
