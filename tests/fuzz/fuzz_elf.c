@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 #include "sfunwind.h"
+#include "memfd_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_PROBED_FDES 64
 
 static volatile uint64_t sink;
-static int input_fd = -1;
-static char input_path[64];
+static const char *input_path;
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void broken(const char *fmt, ...)
@@ -31,28 +31,6 @@ static void broken(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	abort();
-}
-
-/* The library opens modules by path: give it one backed by memory. */
-static void write_input(const uint8_t *data, size_t size)
-{
-	size_t done = 0;
-
-	if (input_fd < 0) {
-		input_fd = memfd_create("fuzz_elf", MFD_CLOEXEC);
-		if (input_fd < 0)
-			broken("memfd_create: %s", strerror(errno));
-		snprintf(input_path, sizeof(input_path), "/proc/self/fd/%d", input_fd);
-	}
-	if (ftruncate(input_fd, 0))
-		broken("ftruncate: %s", strerror(errno));
-	while (done < size) {
-		ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			broken("pwrite: %s", n ? strerror(errno) : "short write");
-		done += (size_t)n;
-	}
 }
 
 static void symbolize(const struct sfu_module *m, uint64_t vaddr)
@@ -129,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sfu_diag diag = { 0 };
 	struct sfu_module *m;
 
-	write_input(data, size);
+	input_path = memfd_input("fuzz_elf", data, size);
 	m = sfu_module__open(input_path, &diag);
 	if (!m)
 		return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "report/symbolize.h"
+#include "memfd_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,8 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
 static unsigned searched;
-static int input_fd = -1;
-static char input_path[64];
+static const char *input_path;
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void broken(const char *fmt, ...)
@@ -39,28 +39,6 @@ static void broken(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	abort();
-}
-
-/* The symbolizer reads kallsyms from a path: give it one backed by memory. */
-static void write_input(const uint8_t *data, size_t size)
-{
-	size_t done = 0;
-
-	if (input_fd < 0) {
-		input_fd = memfd_create("fuzz_kallsyms", MFD_CLOEXEC);
-		if (input_fd < 0)
-			broken("memfd_create: %s", strerror(errno));
-		snprintf(input_path, sizeof(input_path), "/proc/self/fd/%d", input_fd);
-	}
-	if (ftruncate(input_fd, 0))
-		broken("ftruncate: %s", strerror(errno));
-	while (done < size) {
-		ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			broken("pwrite: %s", n ? strerror(errno) : "short write");
-		done += (size_t)n;
-	}
 }
 
 /* The address each line of the file starts with (strtoull's, as sscanf's %llx reads it), sorted. */
@@ -145,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *p = data, *end = data + size;
 	struct symbolizer *s;
 
-	write_input(data, size);
+	input_path = memfd_input("fuzz_kallsyms", data, size);
 	read_line_addrs(data, size);
 	searched = 0;
 	opts.kallsyms = input_path;

@@ -19,6 +19,7 @@
 
 #include "report/symbolize.h"
 #include "sfunwind.h"
+#include "memfd_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,8 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_NAME 4096
 
 static volatile uint64_t sink;
-static int input_fd = -1;
-static char input_path[64];
+static const char *input_path;
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void broken(const char *fmt, ...)
@@ -44,28 +44,6 @@ static void broken(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	abort();
-}
-
-/* The symbolizer opens modules by path: give it one backed by memory. */
-static void write_input(const uint8_t *data, size_t size)
-{
-	size_t done = 0;
-
-	if (input_fd < 0) {
-		input_fd = memfd_create("fuzz_symbolize", MFD_CLOEXEC);
-		if (input_fd < 0)
-			broken("memfd_create: %s", strerror(errno));
-		snprintf(input_path, sizeof(input_path), "/proc/self/fd/%d", input_fd);
-	}
-	if (ftruncate(input_fd, 0))
-		broken("ftruncate: %s", strerror(errno));
-	while (done < size) {
-		ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			broken("pwrite: %s", n ? strerror(errno) : "short write");
-		done += (size_t)n;
-	}
 }
 
 static void check_name(const char *name, const char *what)
@@ -111,7 +89,7 @@ static void symbolize_elf(const uint8_t *data, size_t size)
 	const struct sfu_segment *segs;
 	size_t nsegs = 0;
 
-	write_input(data, size);
+	input_path = memfd_input("fuzz_symbolize", data, size);
 	/* the segments, to map the executable ones as the loader would */
 	elf = sfu_module__open(input_path, NULL);
 	segs = elf ? sfu_module__segments(elf, &nsegs) : NULL;

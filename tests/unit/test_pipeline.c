@@ -796,18 +796,26 @@ static void test_queue_laps(void **state)
 	}
 }
 
-/* The process's virtual size in KiB, from /proc/self/status. */
-static uint64_t vm_size_kib(void)
+/* A KiB field of /proc/self/status ("VmSize:", "RssAnon:"). */
+static uint64_t status_kib(const char *field)
 {
 	FILE *f = fopen("/proc/self/status", "re");
+	size_t len = strlen(field);
 	char line[256];
 	uint64_t kib = 0;
 
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmSize:", 7))
-			kib = strtoull(line + 7, NULL, 10);
+		if (!strncmp(line, field, len))
+			kib = strtoull(line + len, NULL, 10);
 	fclose(f);
+	return kib;
+}
+
+static uint64_t vm_size_kib(void)
+{
+	uint64_t kib = status_kib("VmSize:");
+
 	assert_true(kib > 0);
 	return kib;
 }
@@ -879,21 +887,6 @@ static void test_free_queued(void **state)
 	}
 }
 
-/* The process's resident anonymous memory in KiB, from /proc/self/status. */
-static uint64_t rss_anon_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	uint64_t kib = 0;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "RssAnon:", 8))
-			kib = strtoull(line + 8, NULL, 10);
-	fclose(f);
-	return kib;
-}
-
 /* Wait (10 s at most) until the threads have handled @n samples. */
 static void wait_handled(struct pipeline *pl, uint64_t n)
 {
@@ -946,9 +939,9 @@ static void test_trim_queue(void **state)
 	assert_stat(st.dropped, 0);
 	assert_int_equal(pipeline__start(pl), 0);
 	wait_handled(pl, n);
-	before = rss_anon_kib();
+	before = status_kib("RssAnon:");
 	pipeline__trim(pl, &tr);
-	after = rss_anon_kib();
+	after = status_kib("RssAnon:");
 	print_message("trimmed %zu KiB of queue; RssAnon %llu -> %llu KiB\n", tr.queue_bytes >> 10,
 		      (unsigned long long)before, (unsigned long long)after);
 	/* the pages past the working set (a quarter and 1 MiB): about 7 MiB of the 12 */
