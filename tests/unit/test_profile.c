@@ -2165,7 +2165,7 @@ static void craft_unknown_types(struct fbuild *f)
 		fb_u8(&p, i);
 	fb_record(&r, 255, &p);
 	fb_sample(&r, 100, 5, 0, 0, NULL);
-	fb_record(&r, 10, &p);
+	fb_record(&r, 200, &p);
 	fb_block(f, &r, 5, 0, true);
 }
 
@@ -3069,6 +3069,59 @@ static void test_module_without_build_id(void **state)
 	free(path);
 }
 
+/* Event records and the samples that name them; samples of the default event keep their old bytes. */
+static void test_events(void **state)
+{
+	char *path = path_join_or_fail(*state, "events.data");
+	struct profile_diag diag = { "" };
+	struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+	struct profile_event faults = { .type = 1, .config = 2, .period = 1, .name = "page-faults" };
+	struct profile_event off = { .type = PROFILE_EV_OFF_CPU, .flags = PROFILE_EV_F_WEIGHT_NS,
+				     .name = "offcpu-time" };
+	uint32_t id1 = 0, id2 = 0, nsamples = 0, nevents = 0;
+	struct profile_reader *r;
+	struct profile_record rec;
+
+	assert_non_null(w);
+	assert_int_equal(profile_writer__event(w, &faults, &id1), 0);
+	assert_int_equal(profile_writer__event(w, &off, &id2), 0);
+	assert_int_equal(id1, 1);
+	assert_int_equal(id2, 2);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 10, .pid = 1, .tid = 1, .weight = 1 }), 0);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 11, .pid = 1, .tid = 1, .weight = 1, .event = id1 }), 0);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 12, .pid = 1, .tid = 1, .weight = 123456789, .event = id2 }), 0);
+	assert_int_equal(profile_writer__close(w, false, &diag), 0);
+
+	r = profile_reader__open(path, &diag);
+	assert_non_null(r);
+	while (profile_reader__next(r, &rec) > 0) {
+		if (rec.type == PROFILE_REC_EVENT) {
+			const struct profile_event *want = nevents++ ? &off : &faults;
+
+			assert_int_equal(rec.event.id, nevents);
+			assert_int_equal(rec.event.type, want->type);
+			assert_int_equal(rec.event.config, want->config);
+			assert_int_equal(rec.event.period, want->period);
+			assert_int_equal(rec.event.flags, want->flags);
+			assert_string_equal(rec.event.name, want->name);
+		} else if (rec.type == PROFILE_REC_SAMPLE) {
+			static const uint32_t want_event[] = { 0, 1, 2 };
+
+			assert_true(nsamples < 3);
+			assert_int_equal(rec.sample.event, want_event[nsamples]);
+			nsamples++;
+		}
+	}
+	assert_int_equal(nevents, 2);
+	assert_int_equal(nsamples, 3);
+	assert_false(profile_status_damaged(profile_reader__status(r)));
+	profile_reader__free(r);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -3110,6 +3163,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_disk, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_full_tmpfs, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_stack_bound, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_events, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_module_without_build_id, setup_dir,
 						teardown_dir),
 	};

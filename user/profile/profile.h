@@ -63,10 +63,30 @@ struct profile_stack {
 	size_t len;
 };
 
+/* An event's samples weigh nanoseconds (time off the CPU), not events. */
+#define PROFILE_EV_F_WEIGHT_NS	0x1
+/* profile_event.type for samples taken when a thread blocks, not by perf. */
+#define PROFILE_EV_OFF_CPU	0xffffu
+
+/*
+ * What a file's samples count when it holds more than the header's default
+ * (cpu-clock at meta.freq_hz): each sample names its event by id.
+ */
+struct profile_event {
+	uint32_t id;		/* set by the writer; from 1 */
+	uint32_t type;		/* perf_event_attr.type (PERF_TYPE_*), or PROFILE_EV_OFF_CPU */
+	uint64_t config;	/* perf_event_attr.config (a tracepoint's id) */
+	uint64_t period;	/* events per sample; 0 when sampled by frequency */
+	uint32_t freq_hz;	/* samples per second asked; 0 when by period */
+	uint32_t flags;		/* PROFILE_EV_F_* */
+	const char *name;	/* as perf names it: cpu-clock, page-faults, sched:sched_switch */
+};
+
 struct profile_sample {
 	uint64_t time_ns;	/* CLOCK_MONOTONIC */
 	uint32_t pid, tid, cpu;
 	uint32_t weight;
+	uint32_t event;		/* id of its event record; 0: the header's default (cpu-clock) */
 	/* writing: the CBF bytes (len 0 = none); reading: the interned stacks, NULL = none */
 	const uint8_t *ustack, *kstack;
 	size_t ustack_len, kstack_len;
@@ -131,6 +151,12 @@ int profile_writer__mapping(struct profile_writer *w, const struct profile_mappi
  * give the same id. @return the id (from 1) in @id, 0 or a negative errno.
  */
 int profile_writer__module(struct profile_writer *w, const struct profile_module *m, uint32_t *id);
+
+/**
+ * profile_writer__event() - record an event that samples will name; each
+ * call gives a new id. @return the id (from 1) in @id, 0 or a negative errno.
+ */
+int profile_writer__event(struct profile_writer *w, const struct profile_event *e, uint32_t *id);
 
 /**
  * profile_writer__stack() - intern a stack of @space (enum profile_space)
@@ -210,6 +236,7 @@ enum profile_rec {
 	PROFILE_REC_LOST = 7,
 	PROFILE_REC_EXIT = 8,
 	PROFILE_REC_COMM = 9,
+	PROFILE_REC_EVENT = 10,
 };
 
 struct profile_record {
@@ -224,6 +251,7 @@ struct profile_record {
 		struct profile_lost lost;
 		struct profile_exit exit;
 		struct profile_comm comm;
+		struct profile_event event;
 	};
 };
 

@@ -614,6 +614,8 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->sample.weight = cur_u32(c);
 		rec->sample.ustack_id = cur_u32(c);
 		rec->sample.kstack_id = cur_u32(c);
+		if (c->p < c->end)
+			rec->sample.event = cur_u32(c);
 		if (!c->bad) {
 			resolve(r, rec->sample.ustack_id, PROFILE_USER, &rec->sample.ustack,
 				&rec->sample.ustack_len);
@@ -646,6 +648,17 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->comm.pid = cur_u32(c);
 		rec->comm.tid = cur_u32(c);
 		rec->comm.comm = cur_str(c, s1, sizeof(r->str[0]));
+		break;
+	case PROFILE_REC_EVENT:
+		rec->event.id = cur_u32(c);
+		rec->event.type = cur_u32(c);
+		rec->event.config = cur_varint(c);
+		rec->event.period = cur_varint(c);
+		rec->event.freq_hz = cur_u32(c);
+		rec->event.flags = cur_u32(c);
+		rec->event.name = cur_str(c, s1, sizeof(r->str[0]));
+		if (!rec->event.id)
+			c->bad = true;
 		break;
 	default:
 		return 0;	/* a newer record type: skipped */

@@ -47,6 +47,7 @@ struct profile_writer {
 	uint64_t samples, lost, blocks;
 	uint64_t first_time, last_time;
 	uint32_t processes;
+	uint32_t events;	/* event ids given */
 };
 
 static uint64_t now_coarse(void)
@@ -482,6 +483,21 @@ int profile_writer__module(struct profile_writer *w, const struct profile_module
 	return append(w, PROFILE_REC_MODULE);
 }
 
+int profile_writer__event(struct profile_writer *w, const struct profile_event *e, uint32_t *id)
+{
+	if (begin(w, 80 + slen(e->name)))
+		return w->err;
+	*id = ++w->events;
+	put_varint(&w->scratch, *id);
+	put_varint(&w->scratch, e->type);
+	put_varint(&w->scratch, e->config);
+	put_varint(&w->scratch, e->period);
+	put_varint(&w->scratch, e->freq_hz);
+	put_varint(&w->scratch, e->flags);
+	put_str(&w->scratch, e->name);
+	return append(w, PROFILE_REC_EVENT);
+}
+
 /*
  * Start the stack index again: stacks seen before are written again, under
  * new ids, when next seen. Ids keep counting, so every id in the file names
@@ -583,6 +599,9 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	put_varint(&w->scratch, s->weight);
 	put_varint(&w->scratch, uid);
 	put_varint(&w->scratch, kid);
+	/* a field added at the end: files of the default event alone are as before */
+	if (s->event)
+		put_varint(&w->scratch, s->event);
 	err = append(w, PROFILE_REC_SAMPLE);
 	if (err)
 		return err;

@@ -108,9 +108,19 @@ static void print_record(const struct profile_record *r)
 	case PROFILE_REC_SAMPLE:
 		printf("sample ");
 		print_time(r->sample.time_ns);
-		printf(" pid %u tid %u cpu %u weight %u ustack %u kstack %u\n", r->sample.pid,
+		printf(" pid %u tid %u cpu %u weight %u ustack %u kstack %u", r->sample.pid,
 		       r->sample.tid, r->sample.cpu, r->sample.weight, r->sample.ustack_id,
 		       r->sample.kstack_id);
+		if (r->sample.event)
+			printf(" event %u", r->sample.event);
+		putchar('\n');
+		break;
+	case PROFILE_REC_EVENT:
+		printf("event %u type %u config %" PRIu64 " period %" PRIu64 " freq %u flags %#x name ",
+		       r->event.id, r->event.type, r->event.config, r->event.period,
+		       r->event.freq_hz, r->event.flags);
+		print_quoted(r->event.name);
+		putchar('\n');
 		break;
 	case PROFILE_REC_LOST:
 		printf("lost ");

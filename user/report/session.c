@@ -39,6 +39,8 @@ struct session {
 	struct hmap *module_ids;	/* the file's module id -> index + 1 */
 	struct session_sample *samples;
 	size_t nsamples, samples_cap;
+	struct session_event *events;	/* [0]: the default; then in the order of their records */
+	size_t nevents, events_cap;
 	struct session_stack *stacks;
 	size_t nstacks, stacks_cap;
 	struct session_frame *frames;
@@ -402,18 +404,54 @@ static const char *thread_comm(struct session *s, uint32_t tid, const struct ses
 	return im->comm;
 }
 
+static int add_event(struct session *s, const struct profile_event *pe)
+{
+	struct session_event *e;
+
+	if (VEC_RESERVE(s->events, s->events_cap, s->nevents + 1, 4))
+		return -ENOMEM;
+	e = &s->events[s->nevents];
+	*e = (struct session_event){ pe->id, pe->type, pe->config, pe->period, pe->freq_hz,
+				     pe->flags, keep_str(s, pe->name) };
+	if (!e->name)
+		return -ENOMEM;
+	s->nevents++;
+	return 0;
+}
+
+/* The index of the event of file id @id; one named "event-ID" when no record defined it. */
+static int event_index(struct session *s, uint32_t id, uint32_t *idx)
+{
+	char name[32];
+	int err;
+
+	for (uint32_t i = 0; i < s->nevents; i++)
+		if (s->events[i].id == id) {
+			*idx = i;
+			return 0;
+		}
+	snprintf(name, sizeof(name), "event-%u", id);
+	if ((err = add_event(s, &(struct profile_event){ .id = id, .name = name })))
+		return err;
+	*idx = s->nevents - 1;
+	return 0;
+}
+
 static int add_sample(struct session *s, const struct profile_sample *ps)
 {
+	uint32_t event = 0;
 	struct session_sample *out;
 	uint32_t image, stack;
 	int err;
 
-	if ((err = current_image(s, ps->pid, true, &image)) || (err = resolve(s, image, ps, &stack)))
+	if ((err = current_image(s, ps->pid, true, &image)) ||
+	    (err = resolve(s, image, ps, &stack)) ||
+	    (ps->event && (err = event_index(s, ps->event, &event))))
 		return err;
 	if (VEC_RESERVE(s->samples, s->samples_cap, s->nsamples + 1, 256))
 		return -ENOMEM;
 	out = &s->samples[s->nsamples++];
-	*out = (struct session_sample){ ps->time_ns, ps->pid, ps->tid, ps->cpu, ps->weight,
+	*out = (struct session_sample){ ps->time_ns, ps->pid, ps->tid, ps->cpu, ps->weight, event,
 					image, stack, thread_comm(s, ps->tid, &s->images[image]) };
 	if (!s->totals.samples || ps->time_ns < s->totals.first_ns)
 		s->totals.first_ns = ps->time_ns;
@@ -460,6 +498,8 @@ static int apply(struct session *s, const struct profile_record *r)
 		return add_map(s, &r->mapping);
 	case PROFILE_REC_SAMPLE:
 		return add_sample(s, &r->sample);
+	case PROFILE_REC_EVENT:
+		return add_event(s, &r->event);
 	default:
 		return 0;
 	}
@@ -526,7 +566,14 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 		return NULL;
 	}
 	s->meta = *profile_reader__meta(s->reader);
-	while ((ret = profile_reader__next(s->reader, &rec)) > 0) {
+	/* the header's event: what samples naming no event record count */
+	ret = s->meta.flags & PROFILE_F_WALL_NS ?
+		add_event(s, &(struct profile_event){ .flags = PROFILE_EV_F_WEIGHT_NS,
+						      .name = "wall-time" }) :
+		add_event(s, &(struct profile_event){ .type = 1 /* PERF_TYPE_SOFTWARE */,
+						      .freq_hz = s->meta.freq_hz,
+						      .name = "cpu-clock" });
+	while (ret >= 0 && (ret = profile_reader__next(s->reader, &rec)) > 0) {
 		if (apply(s, &rec)) {
 			ret = -ENOMEM;
 			break;
@@ -567,6 +614,7 @@ void session__free(struct session *s)
 	free(s->images);
 	free(s->modules);
 	free(s->samples);
+	free(s->events);
 	free(s->stacks);
 	free(s->frames);
 	hmap__free(s->by_pid);
@@ -586,6 +634,12 @@ size_t session__nsamples(const struct session *s) { return s->nsamples; }
 size_t session__nframes(const struct session *s) { return s->nframes; }
 size_t session__nimages(const struct session *s) { return s->nimages; }
 size_t session__nmodules(const struct session *s) { return s->nmodules; }
+size_t session__nevents(const struct session *s) { return s->nevents; }
+
+const struct session_event *session__event(const struct session *s, uint32_t i)
+{
+	return &s->events[i];
+}
 
 const struct session_sample *session__sample(const struct session *s, size_t i)
 {

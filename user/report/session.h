@@ -61,9 +61,19 @@ struct session_module {
 	struct sym_module *sym;
 };
 
+/* What samples count: the file's event records, or the header's default (cpu-clock). */
+struct session_event {
+	uint32_t id;		/* the file's id; 0 for the default */
+	uint32_t type;		/* PERF_TYPE_*, or PROFILE_EV_OFF_CPU */
+	uint64_t config, period;
+	uint32_t freq_hz, flags;	/* PROFILE_EV_F_* */
+	const char *name;
+};
+
 struct session_sample {
 	uint64_t time_ns;
 	uint32_t pid, tid, cpu, weight;
+	uint32_t event;		/* index into session__event(): 0 is the default event */
 	uint32_t image;		/* index into session__image() */
 	uint32_t stack;		/* index into session__stack() */
 	const char *comm;	/* the thread's name */
@@ -98,6 +108,9 @@ size_t session__nframes(const struct session *s);
 size_t session__nimages(const struct session *s);
 const struct session_image *session__image(const struct session *s, uint32_t i);
 size_t session__nmodules(const struct session *s);
+/** The events samples name; index 0 is the header's default (cpu-clock), always there. */
+size_t session__nevents(const struct session *s);
+const struct session_event *session__event(const struct session *s, uint32_t i);
 const struct session_module *session__module(const struct session *s, uint32_t i);
 
 /** A frame's function name for display: the symbol, or "dso+0xoffset". Valid until the next call. */
