@@ -317,16 +317,17 @@ def case_chains(ctx):
     pids = {s.pid for s in prof.samples}
     expect(len(pids) == 1, fails, f'samples of {len(pids)} processes, want only the command')
     procs = [pr for pr in prof.processes if pr.exe == prog]
-    # sfprof's child can be sampled inside its execve of the command, still named sfprof,
-    # while the kernel tears down the address space it had from sfprof (long enough to be
-    # sampled often under ASan, whose shadow memory is huge): that image is read from /proc
-    # after the exec, so it names the command too. It holds only samples of that thread.
-    pre_exec = [pr for pr in procs[:1] if len(procs) > 1 and
-                all(s.comm == 'sfprof' for s in prof.samples if s.process is pr)]
+    # sfprof's child can be sampled inside its execve of the command, still named sfprof:
+    # that image is sfprof's own (its mappings are read before the exec), never the command's
+    sfprof_exe = os.path.realpath(ctx.sfprof)
+    for pr in prof.processes:
+        if pr.exe != prog:
+            expect(pr.exe == sfprof_exe, fails,
+                   f'a process record with exe {pr.exe}, want {prog} or sfprof before its exec')
+    pre_exec = [pr for pr in prof.processes if pr.exe == sfprof_exe]
     if pre_exec:
         log(f'an image of sfprof\'s child sampled before its exec completed: '
-            f'{sum(1 for s in prof.samples if s.process is pre_exec[0])} sample(s)')
-    procs = [pr for pr in procs if pr not in pre_exec]
+            f'{sum(1 for s in prof.samples if s.process in pre_exec)} sample(s)')
     expect(len(procs) == 1, fails, f'{len(procs)} process records with exe {prog}, want 1')
     samples = [s for s in prof.samples if s.process in procs]
     tids = {s.tid for s in samples}

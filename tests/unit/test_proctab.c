@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -235,6 +239,115 @@ static void test_exec_race_live(void **state)
 	assert_int_equal(f->told.n, maps + 1);
 }
 
+/* A child of this test held before it execs @prog; *@go lets it. */
+static pid_t held_child(const char *prog, int *go)
+{
+	int fds[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		char b;
+
+		close(fds[1]);
+		if (read(fds[0], &b, 1) == 1)
+			execl(prog, prog, "30", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return pid;
+}
+
+/* Let the child exec and wait, 5 s at most, until /proc says it did; the child is stopped on failure. */
+static void let_exec(pid_t pid, int go, const char *prog)
+{
+	char link[64], exe[PATH_MAX];
+
+	assert_int_equal(write(go, "x", 1), 1);
+	close(go);
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		if (n > 0 && (exe[n] = '\0', !strcmp(exe, prog)))
+			return;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fail_msg("pid %d did not exec %s within 5 s", pid, prog);
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* How many mappings were told naming @path, and whether the process record names @exe. */
+static size_t told_maps_of(const struct told *t, const char *path)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		n += !strncmp(t->log[i], "mapping ", 8) && strstr(t->log[i], path);
+	return n;
+}
+
+/*
+ * The exec race: a process learned before it exec'd, whose first sample (taken
+ * inside the exec) is handled after it. /proc then holds the next program:
+ * its mappings must not be told as the old image's.
+ */
+static void test_exec_race_scanned(void **state)
+{
+	struct fixture *f = *state;
+	char self[PATH_MAX], sleep_exe[PATH_MAX], want[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int go;
+	pid_t pid;
+
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_non_null(realpath("/bin/sleep", sleep_exe));
+	pid = held_child(sleep_exe, &go);
+	assert_int_equal(proctab__scan(f->tab, pid), 0);
+	let_exec(pid, go, sleep_exe);
+	sample(f, pid, "test_proctab");
+	stop_child(pid);
+	snprintf(want, sizeof(want), "process %d comm test_proctab exe %s", pid, self);
+	assert_told(f, 0, want);
+	assert_int_equal(told_maps_of(&f->told, sleep_exe), 0);
+	assert_int_equal(f->told.warns, 1);	/* why its stacks are short, once */
+}
+
+/* The same race with the process's mappings read when it was learned: its old image keeps them. */
+static void test_exec_race_held(void **state)
+{
+	struct fixture *f = *state;
+	char self[PATH_MAX], sleep_exe[PATH_MAX], want[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int go;
+	pid_t pid;
+
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_non_null(realpath("/bin/sleep", sleep_exe));
+	pid = held_child(sleep_exe, &go);
+	assert_int_equal(proctab__scan_mapped(f->tab, pid), 0);
+	let_exec(pid, go, sleep_exe);
+	sample(f, pid, "test_proctab");
+	stop_child(pid);
+	snprintf(want, sizeof(want), "process %d comm test_proctab exe %s", pid, self);
+	assert_told(f, 0, want);
+	assert_true(told_maps_of(&f->told, self) >= 1);
+	assert_int_equal(told_maps_of(&f->told, sleep_exe), 0);
+	assert_int_equal(f->told.warns, 0);
+}
+
 /* A child starts with its parent's mappings; a new thread is no process. */
 static void test_fork(void **state)
 {
@@ -342,6 +455,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mmap_then_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_before_mappings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_race_live, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_race_scanned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_race_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_and_grace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),

@@ -605,6 +605,9 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < r.npids; i++)
 		if (!pipeline__scan(r.pipeline, r.pids[i]))
 			scanned++;
+	/* samples inside its exec show sfprof's code: its mappings now, before they go */
+	if (r.child > 0 && !pipeline__scan_mapped(r.pipeline, r.child))
+		scanned++;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -154,6 +154,22 @@ int pipeline__scan(struct pipeline *pl, pid_t pid)
 	return err;
 }
 
+int pipeline__scan_mapped(struct pipeline *pl, pid_t pid)
+{
+	struct shard *sh = owner(pl, pid);
+	int err = 0;
+
+	/* the owner unwinds its samples; the others need only know it (a fork's parent) */
+	for (unsigned i = 0; i < pl->nshards; i++) {
+		int e = sh == &pl->shards[i] ? procs__scan_mapped(pl->shards[i].procs, pid) :
+					       procs__scan(pl->shards[i].procs, pid);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
 int pipeline__scan_all(struct pipeline *pl)
 {
 	int n = 0;

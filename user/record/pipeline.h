@@ -75,6 +75,13 @@ void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
 /** pipeline__scan() - learn a running process from /proc (before pipeline__start()). @return 0 or -errno. */
 int pipeline__scan(struct pipeline *pl, pid_t pid);
 
+/**
+ * pipeline__scan_mapped() - pipeline__scan(), and its mappings read now: for
+ * the command sfprof starts, held before its exec, whose samples inside the
+ * exec belong to the image it had then. @return 0 or -errno.
+ */
+int pipeline__scan_mapped(struct pipeline *pl, pid_t pid);
+
 /** pipeline__scan_all() - every process in /proc. @return their number, or -errno. */
 int pipeline__scan_all(struct pipeline *pl);
 

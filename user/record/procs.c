@@ -233,6 +233,11 @@ int procs__scan(struct procs *p, pid_t pid)
 	return proctab__scan(p->tab, pid);
 }
 
+int procs__scan_mapped(struct procs *p, pid_t pid)
+{
+	return proctab__scan_mapped(p->tab, pid);
+}
+
 int procs__scan_all(struct procs *p)
 {
 	return proctab__scan_all(p->tab);

@@ -82,6 +82,9 @@ void procs__free(struct procs *p);
  */
 int procs__scan(struct procs *p, pid_t pid);
 
+/** procs__scan_mapped() - procs__scan(), its mappings read now (proctab__scan_mapped()). */
+int procs__scan_mapped(struct procs *p, pid_t pid);
+
 /** procs__scan_all() - procs__scan() every process in /proc. @return their number. */
 int procs__scan_all(struct procs *p);
 

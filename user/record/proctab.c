@@ -336,25 +336,84 @@ static void warn_unopened(struct proctab *t, struct proc *pr)
 	t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
 }
 
+/* Whether /proc/PID/exe names @exe: " (deleted)" set on a file removed since is the same file. */
+static bool same_exe(uint32_t pid, const char *exe)
+{
+	static const char deleted[] = " (deleted)";
+	char *now = read_exe(pid);
+	size_t n = now ? strlen(now) : 0, e = strlen(exe);
+	bool same;
+
+	if (n >= sizeof(deleted) - 1 && !strcmp(now + n - (sizeof(deleted) - 1), deleted))
+		n -= sizeof(deleted) - 1;
+	if (e >= sizeof(deleted) - 1 && !strcmp(exe + e - (sizeof(deleted) - 1), deleted))
+		e -= sizeof(deleted) - 1;
+	same = now && n == e && !memcmp(now, exe, n);
+	free(now);
+	return same;
+}
+
+/*
+ * Read an image's mappings from /proc, at its first sample. The process may
+ * have exec'd since the image was learned (a sample taken inside execve,
+ * handled after it): /proc then shows the next image, whose mappings would
+ * put wrong names on this one's frames. Kept only when its executable is the
+ * image's before and after the read; said once otherwise, with the reason.
+ */
+static void load_maps(struct proctab *t, struct proc *pr)
+{
+	const char *exe = pr->pub.exe;
+	struct sfu_diag diag = { 0, "" };
+	char why[400];
+	int err;
+
+	pr->maps_pending = false;
+	if (exe && !same_exe(pr->pub.pid, exe)) {
+		err = -ESTALE;
+	} else {
+		err = sfu_addrspace__load_pid(pr->pub.as, pr->pub.pid, &diag);
+		if (!err && exe && !same_exe(pr->pub.pid, exe))
+			err = -ESTALE;
+	}
+	if (err == -ESTALE) {
+		struct sfu_addrspace *empty = sfu_addrspace__new(t->cache, NULL);
+
+		if (empty) {
+			sfu_addrspace__free(pr->pub.as);
+			pr->pub.as = empty;
+		}
+		snprintf(why, sizeof(why), "it ran another program before its first sample was "
+			 "handled, and the mappings of %.200s went with it: its user stacks before "
+			 "that are walked by frame pointers alone", exe);
+	} else if (err && diag.err != -ESRCH) {
+		snprintf(why, sizeof(why), "%s: its user stacks are walked by frame pointers alone",
+			 diag.reason[0] ? diag.reason : strerror(-diag.err));
+	} else {
+		return;
+	}
+	/* said once: the image is told once */
+	if (t->ops.warn)
+		t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
+}
+
+int proctab__scan_mapped(struct proctab *t, pid_t pid)
+{
+	int err = proctab__scan(t, pid);
+	struct proc *pr = get(t, pid);
+
+	if (!err && pr && pr->maps_pending && !pr->emitted)
+		load_maps(t, pr);
+	return err;
+}
+
 /* Tell the file of a process image: its mappings first made current. */
 static void emit_process(struct proctab *t, struct proc *pr)
 {
 	const struct sfu_mapping *maps;
 	size_t n;
 
-	if (pr->maps_pending) {
-		struct sfu_diag diag = { 0, "" };
-
-		/* said once: the image is told once */
-		if (sfu_addrspace__load_pid(pr->pub.as, pr->pub.pid, &diag) && diag.err != -ESRCH &&
-		    t->ops.warn) {
-			char why[400];
-
-			snprintf(why, sizeof(why), "%s: its user stacks are walked by frame pointers alone",
-				 diag.reason[0] ? diag.reason : strerror(-diag.err));
-			t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
-		}
-	}
+	if (pr->maps_pending)
+		load_maps(t, pr);
 	if (pr->ns_err && t->ops.warn) {
 		char why[200];
 

@@ -92,6 +92,14 @@ void proctab__free(struct proctab *t);
  */
 int proctab__scan(struct proctab *t, pid_t pid);
 
+/**
+ * proctab__scan_mapped() - proctab__scan(), and its mappings read now
+ * rather than at its first sample: for a process about to run another
+ * program whose samples before that must keep their names (the command
+ * sfprof starts, held before its exec). @return as proctab__scan().
+ */
+int proctab__scan_mapped(struct proctab *t, pid_t pid);
+
 /** proctab__scan_all() - proctab__scan() every process in /proc. @return their number, or -errno. */
 int proctab__scan_all(struct proctab *t);
 
