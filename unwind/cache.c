@@ -27,6 +27,8 @@ struct sfu_cache {
 	size_t build_id_count, build_id_cap;
 	char *dir;			/* disk cache for tables derived from .eh_frame */
 	unsigned flags;			/* SFU_MODULE_OPEN_*, for every file opened */
+	size_t limit;			/* on the memory of the modules held; 0: none */
+	uint64_t refused;		/* opens the limit refused (atomic) */
 	/* held for lookups and changes, never while a file is read */
 	pthread_mutex_t lock;
 };
@@ -162,6 +164,64 @@ static void format_build_id(char *buf, size_t size, const struct sfu_build_id *i
 		snprintf(buf, size, "none");
 }
 
+void sfu_cache__set_limit(struct sfu_cache *cache, size_t bytes)
+{
+	pthread_mutex_lock(&cache->lock);
+	cache->limit = bytes;
+	pthread_mutex_unlock(&cache->lock);
+}
+
+/* What the modules held take, under the lock. */
+static size_t memory_locked(const struct sfu_cache *cache)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cache->count; i++)
+		n += sfu_module__memory(cache->modules[i]);
+	return n;
+}
+
+size_t sfu_cache__memory(const struct sfu_cache *cache)
+{
+	pthread_mutex_t *lock = (pthread_mutex_t *)&cache->lock;
+	size_t n;
+
+	pthread_mutex_lock(lock);
+	n = memory_locked(cache);
+	pthread_mutex_unlock(lock);
+	return n;
+}
+
+uint64_t sfu_cache__refused(const struct sfu_cache *cache)
+{
+	return __atomic_load_n(&cache->refused, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether a new module of @need bytes fits under the limit, after releasing
+ * the modules no one else holds if it would not. Two threads may both pass
+ * at once: the bound is as exact as one module.
+ */
+static bool fits(struct sfu_cache *cache, const struct sfu_module *m)
+{
+	const struct sfu_build_id *id = sfu_module__build_id(m);
+	size_t limit, held, need = sfu_module__memory(m), pos;
+
+	pthread_mutex_lock(&cache->lock);
+	limit = cache->limit;
+	held = limit ? memory_locked(cache) : 0;
+	/* another file of a build already held costs nothing: the cache keeps one module */
+	pos = build_id_lower_bound(cache, id);
+	if (id->len && pos < cache->build_id_count &&
+	    !sfu_build_id__cmp(sfu_module__build_id(cache->by_build_id[pos]), id))
+		need = 0;
+	pthread_mutex_unlock(&cache->lock);
+	if (!limit || held + need <= limit)
+		return true;
+	sfu_cache__trim(cache);
+	return sfu_cache__memory(cache) + need <= limit;
+}
+
 /*
  * Adds a freshly opened module, or swaps it for the cached one of the same
  * build ID. Consumes the reference in *@m; *@m receives the module kept.
@@ -226,6 +286,12 @@ struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 
 		if (!opened) {
 			err = -errno;
+			goto out;
+		}
+		if (!fits(cache, opened)) {
+			__atomic_add_fetch(&cache->refused, 1, __ATOMIC_RELAXED);
+			err = diag_set(diag, -ENOSPC, "the modules held reach their memory bound");
+			sfu_module__put(opened);
 			goto out;
 		}
 		pthread_mutex_lock(&cache->lock);

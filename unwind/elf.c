@@ -15,6 +15,7 @@
 #include "diag_internal.h"
 #include "ehframe_internal.h"
 #include "module_internal.h"
+#include "sframe_internal.h"
 #include "sfunwind/ehframe.h"
 
 #ifndef SHT_GNU_SFRAME
@@ -91,6 +92,8 @@ struct sfu_module {
 	struct sfu_eh_frame_stats eh_stats;
 	char *eh_error;
 	char *cache_dir;		/* where derived tables are kept on disk, or NULL */
+	size_t mem_fixed;		/* bytes of what open made that does not change: symbols, segments */
+	size_t eh_mem;			/* of eh_bytes, then of eh_table (atomic: read without eh_lock) */
 };
 
 /* State of one sfu_module__open(). */
@@ -505,6 +508,7 @@ static int read_eh_frame(struct sfu_module *m, struct reader *r)
 	if (!m->eh_bytes)
 		return diag_set(r->diag, -ENOMEM, "out of memory");
 	memcpy(m->eh_bytes, r->image + eh.sh_offset, eh.sh_size);
+	m->eh_mem = eh.sh_size + (have_hdr ? hdr.sh_size : 0);
 	m->eh_in = (struct sfu_eh_frame){
 		.data = m->eh_bytes,
 		.size = eh.sh_size,
@@ -745,6 +749,8 @@ static int build_symbols(struct sfu_module *m, struct reader *r, struct sym_buil
 	}
 
 	m->names = b->names;
+	m->mem_fixed += b->names_cap + m->sym_count * sizeof(*m->syms) +
+			m->by_name_count * sizeof(*m->by_name);
 	b->names = NULL;
 	return 0;
 }
@@ -845,6 +851,8 @@ struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags, stru
 	    (err = read_plt(m, &r)) ||
 	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))))
 		goto out;
+	m->mem_fixed += sizeof(*m) + strlen(m->path) + 1 +
+			m->segment_count * sizeof(*m->segments);
 	err = 0;
 out:
 	if (r.elf)
@@ -946,6 +954,12 @@ bool sfu_module__is_dyn(const struct sfu_module *m)
 	return m->is_dyn;
 }
 
+size_t sfu_module__memory(const struct sfu_module *m)
+{
+	return m->mem_fixed + sframe_memory(m->sframe) +
+	       __atomic_load_n(&m->eh_mem, __ATOMIC_RELAXED);
+}
+
 uint64_t sfu_module__file_size(const struct sfu_module *m)
 {
 	return m->file_id.size;
@@ -1009,6 +1023,7 @@ out:
 	/* the copy of the sections is not needed again, whatever happened */
 	free(m->eh_bytes);
 	m->eh_bytes = NULL;
+	__atomic_store_n(&m->eh_mem, sframe_memory(m->eh_table), __ATOMIC_RELAXED);
 	memset(&m->eh_in, 0, sizeof(m->eh_in));
 }
 

@@ -679,6 +679,20 @@ struct sfu_sframe *sfu_sframe__new(const void *data, size_t size, uint64_t addr,
 	return sframe_take(copy, size, addr, diag);
 }
 
+size_t sframe_memory(const struct sfu_sframe *sf)
+{
+	size_t n;
+
+	if (!sf)
+		return 0;
+	n = sizeof(*sf) + sf->size + sf->num_fdes * sizeof(*sf->fdes);
+	if (sf->keys)
+		n += sf->num_fdes * sizeof(*sf->keys);
+	if (__atomic_load_n(&sf->rows, __ATOMIC_ACQUIRE))
+		n += sf->num_rows * sizeof(*sf->rows);
+	return n;
+}
+
 uint64_t sframe_id(const struct sfu_sframe *sf)
 {
 	return sf->id;

@@ -64,6 +64,9 @@ uint16_t sframe_loc_dwarf_reg(const struct sfu_loc *loc, uint8_t abi);
 struct sfu_sframe *sframe_new_owned(void *bytes, size_t size, uint64_t addr,
 				    struct sfu_diag *diag);
 
+/* Bytes the table holds in memory (its section, index, and rows once decoded); 0 for NULL. */
+size_t sframe_memory(const struct sfu_sframe *sf);
+
 /* A number no other table decoded by this process shares, for caches. */
 uint64_t sframe_id(const struct sfu_sframe *sf);
 

@@ -110,6 +110,14 @@ SFU_API uint16_t sfu_module__machine(const struct sfu_module *m);
 /** @return true for ET_DYN (PIE or shared library). */
 SFU_API bool sfu_module__is_dyn(const struct sfu_module *m);
 
+/**
+ * sfu_module__memory() - the bytes the module holds in memory: its unwind
+ * tables (kept encoded), the copy of .eh_frame until it is converted, then
+ * the converted table, symbols and segments. Grows when rows are decoded for
+ * callers that ask for them (sfu_sframe__row()). Safe from any thread.
+ */
+SFU_API size_t sfu_module__memory(const struct sfu_module *m);
+
 /** @return the size of the file in bytes. */
 SFU_API uint64_t sfu_module__file_size(const struct sfu_module *m);
 
@@ -258,6 +266,26 @@ SFU_API void sfu_cache__free(struct sfu_cache *cache);
  */
 SFU_API struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 				   const struct sfu_build_id *expect, struct sfu_diag *diag);
+
+/**
+ * sfu_cache__set_limit() - bound the memory of the modules the cache holds
+ * (sfu_module__memory() summed), 0 for none (the default).
+ *
+ * Checked when a file is opened: when the modules held and the new one come
+ * to more than @bytes, the modules no address space maps any more are
+ * released first (sfu_cache__trim()); if that is not enough, the open fails
+ * with ENOSPC and the file is not kept, so that a caller unwinds without it
+ * (by frame pointers) rather than grow. Tables converted from .eh_frame
+ * after the open replace the copy of the section they come from, so the
+ * bound holds within what a conversion makes more than it reads.
+ */
+SFU_API void sfu_cache__set_limit(struct sfu_cache *cache, size_t bytes);
+
+/** @return sfu_module__memory() of every module the cache holds, summed. */
+SFU_API size_t sfu_cache__memory(const struct sfu_cache *cache);
+
+/** @return how many opens sfu_cache__set_limit()'s bound refused so far. */
+SFU_API uint64_t sfu_cache__refused(const struct sfu_cache *cache);
 
 /** @return the number of distinct modules the cache holds. */
 SFU_API size_t sfu_cache__count(const struct sfu_cache *cache);

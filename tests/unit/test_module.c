@@ -1641,6 +1641,79 @@ static void test_cache_trim_race(void **state)
 		free(race.paths[i]);
 }
 
+/* A cache whose memory bound refuses a second library while the first is mapped, and trims it once not. */
+static void test_cache_limit(void **state)
+{
+	char *libc = mapped_file("/libc.so"), *libm = mapped_file("/libz.so");
+	char *copy = path_join_or_fail(*state, "libc-copy.so");
+	struct sfu_diag diag = { 0 };
+	struct sfu_cache *cache;
+	struct sfu_module *a, *b, *c;
+	size_t mem_a, mem_b, before;
+
+	if (!libc || !libm) {
+		free(libc);
+		free(libm);
+		free(copy);
+		skip();
+	}
+	/* what each takes, measured alone */
+	a = sfu_module__open_flags(libc, SFU_MODULE_OPEN_NO_SYMBOLS, &diag);
+	b = sfu_module__open_flags(libm, SFU_MODULE_OPEN_NO_SYMBOLS, &diag);
+	assert_non_null(a);
+	assert_non_null(b);
+	mem_a = sfu_module__memory(a);
+	mem_b = sfu_module__memory(b);
+	print_message("%s holds %zu bytes, %s %zu\n", libc, mem_a, libm, mem_b);
+	/* at least the copies of their .eh_frame sections (libc: 150 KiB, libz: 6 KiB) */
+	assert_true(mem_a > 100000 && mem_b > 4096);
+	before = sfu_module__memory(a);
+	assert_non_null(sfu_module__eh_frame_table(a));
+	/* the copy of .eh_frame is replaced by the table made from it */
+	assert_int_not_equal(sfu_module__memory(a), before);
+	sfu_module__put(a);
+	sfu_module__put(b);
+
+	cache = sfu_cache__new();
+	assert_non_null(cache);
+	sfu_cache__set_flags(cache, SFU_MODULE_OPEN_NO_SYMBOLS);
+	sfu_cache__set_limit(cache, (mem_a > mem_b ? mem_a : mem_b) + 4096);
+	a = sfu_cache__open(cache, libc, NULL, &diag);
+	assert_non_null(a);
+	assert_int_equal(sfu_cache__memory(cache), mem_a);
+	/* held (mapped): the second does not fit, and is not kept */
+	b = sfu_cache__open(cache, libm, NULL, &diag);
+	assert_null(b);
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(diag.err, -ENOSPC);
+	assert_int_equal(sfu_cache__refused(cache), 1);
+	assert_int_equal(sfu_cache__count(cache), 1);
+	/* another file of the same build costs nothing: the module held is shared */
+	copy_file(libc, copy);
+	c = sfu_cache__open(cache, copy, NULL, &diag);
+	assert_ptr_equal(c, a);
+	sfu_module__put(c);
+	/* no longer mapped: released to make room */
+	sfu_module__put(a);
+	b = sfu_cache__open(cache, libm, NULL, &diag);
+	assert_non_null(b);
+	assert_int_equal(sfu_cache__count(cache), 1);
+	assert_true(sfu_cache__memory(cache) <= mem_b + 4096);
+	assert_int_equal(sfu_cache__refused(cache), 1);
+	/* no bound: both */
+	sfu_cache__set_limit(cache, 0);
+	a = sfu_cache__open(cache, libc, NULL, &diag);
+	assert_non_null(a);
+	assert_int_equal(sfu_cache__count(cache), 2);
+	sfu_module__put(a);
+	sfu_module__put(b);
+	sfu_cache__free(cache);
+	unlink(copy);
+	free(copy);
+	free(libc);
+	free(libm);
+}
+
 /*
  * Real tables, every function and row: the row sfu_sframe__lookup() decodes
  * alone from the encoded section (what the unwinder uses) is the one
@@ -1822,6 +1895,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_threads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_no_symbols, setup_dir, teardown_dir),
 		cmocka_unit_test(test_lookup_real_tables),
+		cmocka_unit_test_setup_teardown(test_cache_limit, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_cache_trim_race, setup_dir, teardown_dir),
 	};
 

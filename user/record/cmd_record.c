@@ -45,8 +45,11 @@ static const char usage[] =
 	"      --max-memory SIZE  bound on what the record path holds (default 256M;\n"
 	"                         K, M, G suffixes; at least 64M): the sample ring takes\n"
 	"                         1/8 (at most 32M), samples waiting to be unwound 3/8,\n"
-	"                         the index of stacks written 1/16; past a bound samples\n"
-	"                         are dropped and counted as lost, and recording goes on\n"
+	"                         the index of stacks written 1/16, the unwind tables of\n"
+	"                         the programs sampled 1/4; past a bound samples are\n"
+	"                         dropped and counted as lost (past the tables' bound a\n"
+	"                         new file's frames are walked by frame pointers alone),\n"
+	"                         and recording goes on\n"
 	"      --unwind-threads N threads that unwind samples (default: the CPUs online,\n"
 	"                         at most 4); each owns the processes whose pid % N is its\n"
 	"                         number\n"
@@ -440,6 +443,10 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	if (ps.dropped_events)
 		fprintf(stderr, "sfprof: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);
+	if (ps.modules_refused)
+		fprintf(stderr, "sfprof: %" PRIu64 " files not loaded at the unwind tables' bound "
+			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
+			"alone\n", ps.modules_refused, (double)(r->max_memory / 4) / 1048576.0);
 	if (stack_resets)
 		fprintf(stderr, "sfprof: the index of stacks written passed its bound %" PRIu64
 			" times: stacks seen again were written again\n", stack_resets);
@@ -589,6 +596,7 @@ int cmd_record(int argc, char **argv)
 	popts = (struct pipeline_opts){
 		.workers = r.workers, .queue_bytes = r.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
 		.max_depth = MAX_DEPTH, .copy_start = r.stack_size, .copy_adaptive = !r.stack_fixed,
+		.module_bytes = r.max_memory / 4,
 	};
 	r.pipeline = pipeline__new(r.w, &r.wlock, &popts);
 	if (!r.pipeline) {

@@ -85,6 +85,7 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 	pl->cache = procs__new_cache();
 	if (!pl->cache)
 		goto fail;
+	sfu_cache__set_limit(pl->cache, opts->module_bytes);
 	for (unsigned i = 0; i < opts->workers; i++) {
 		struct shard *sh = &pl->shards[i];
 
@@ -414,6 +415,8 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 	st->dropped_events = pl->dropped_events;
 	st->queued_peak = pl->queued_peak;
 	st->queue_bytes = pl->nshards ? pl->shards[0].size : 0;
+	st->modules_refused = sfu_cache__refused(pl->cache);
+	st->module_memory = sfu_cache__memory(pl->cache);
 }
 
 /*

@@ -31,6 +31,7 @@ struct pipeline_opts {
 	unsigned max_depth;		/* frames kept per stack */
 	uint32_t copy_start;		/* a new thread's stack copy size */
 	bool copy_adaptive;		/* sizes follow what the unwinds use */
+	size_t module_bytes;		/* bound on the unwind tables of files opened (0: none) */
 };
 
 struct pipeline_stats {
@@ -42,6 +43,8 @@ struct pipeline_stats {
 	uint64_t dropped_events;	/* task events dropped at their bound */
 	uint64_t queued_peak;		/* the most bytes queued at once in one thread's queue */
 	uint64_t queue_bytes;		/* the size of each thread's queue */
+	uint64_t modules_refused;	/* files not loaded at the module_bytes bound */
+	uint64_t module_memory;		/* what the files loaded hold now */
 };
 
 /* A thread's new stack copy size; called from an unwinding thread. @return 0 or -errno. */

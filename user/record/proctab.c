@@ -336,19 +336,27 @@ static void warn_unopened(struct proctab *t, struct proc *pr)
 	t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
 }
 
-/* Whether /proc/PID/exe names @exe: " (deleted)" set on a file removed since is the same file. */
-static bool same_exe(uint32_t pid, const char *exe)
+/*
+ * Whether /proc/PID/exe names @exe (" (deleted)" set on a file removed since
+ * is the same file): 1 it does, 0 it names another, -1 it cannot be read
+ * (the process is gone, or hidden from us).
+ */
+static int exe_is(uint32_t pid, const char *exe)
 {
 	static const char deleted[] = " (deleted)";
+	const size_t dl = sizeof(deleted) - 1;
 	char *now = read_exe(pid);
-	size_t n = now ? strlen(now) : 0, e = strlen(exe);
-	bool same;
+	size_t n, e = strlen(exe);
+	int same;
 
-	if (n >= sizeof(deleted) - 1 && !strcmp(now + n - (sizeof(deleted) - 1), deleted))
-		n -= sizeof(deleted) - 1;
-	if (e >= sizeof(deleted) - 1 && !strcmp(exe + e - (sizeof(deleted) - 1), deleted))
-		e -= sizeof(deleted) - 1;
-	same = now && n == e && !memcmp(now, exe, n);
+	if (!now)
+		return -1;
+	n = strlen(now);
+	if (n >= dl && !strcmp(now + n - dl, deleted))
+		n -= dl;
+	if (e >= dl && !strcmp(exe + e - dl, deleted))
+		e -= dl;
+	same = n == e && !memcmp(now, exe, n);
 	free(now);
 	return same;
 }
@@ -368,11 +376,11 @@ static void load_maps(struct proctab *t, struct proc *pr)
 	int err;
 
 	pr->maps_pending = false;
-	if (exe && !same_exe(pr->pub.pid, exe)) {
+	if (exe && exe_is(pr->pub.pid, exe) == 0) {
 		err = -ESTALE;
 	} else {
 		err = sfu_addrspace__load_pid(pr->pub.as, pr->pub.pid, &diag);
-		if (!err && exe && !same_exe(pr->pub.pid, exe))
+		if (!err && exe && exe_is(pr->pub.pid, exe) == 0)
 			err = -ESTALE;
 	}
 	if (err == -ESTALE) {
