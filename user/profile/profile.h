@@ -175,14 +175,18 @@ int profile_writer__stack(struct profile_writer *w, uint8_t space, const uint8_t
 int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s);
 
 /**
- * profile_writer__set_stack_bound() - hold at most about @bytes of stacks
- * (their CBF bytes) in the index that finds a stack's id; past it the index
+ * profile_writer__set_stack_bound() - hold at most about @bytes in the index
+ * that finds a stack's id (its slots and the copies of the stacks' CBF
+ * bytes; one growth of its slots may pass it); past it the index
  * starts again, and a stack seen before is written again under a new id when
  * next seen. 0 (the default): no bound. Memory then stays bounded over a long
  * recording whose processes keep making new stacks (each new PIE process has
  * new addresses), at the price of some stacks written twice.
  */
 void profile_writer__set_stack_bound(struct profile_writer *w, size_t bytes);
+
+/** @return the bytes the index of stacks holds now (what set_stack_bound() bounds). */
+size_t profile_writer__stack_memory(const struct profile_writer *w);
 
 /** @return how many times the stack index started again. */
 uint64_t profile_writer__stack_resets(const struct profile_writer *w);

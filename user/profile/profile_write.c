@@ -38,8 +38,7 @@ struct profile_writer {
 	uint64_t prev_time;	/* of the last timed record in the block */
 	struct hmap *stacks;	/* space byte and CBF bytes -> id, from 1 */
 	uint32_t stack_count;	/* ids given: the next one is stack_count + 1 */
-	size_t stack_key_bytes;	/* of the keys in stacks */
-	size_t stack_bound;	/* past this many key bytes, stacks starts again (0: none) */
+	size_t stack_bound;	/* past this many bytes held, stacks starts again (0: none) */
 	uint64_t stack_resets;
 	struct hmap *modules;	/* build ID length, build ID and path -> id, from 1 */
 	uint8_t *stack_space;	/* of each stack id, from 1: samples may give ids */
@@ -511,7 +510,6 @@ static int forget_stacks(struct profile_writer *w)
 		return -ENOMEM;
 	hmap__free(w->stacks);
 	w->stacks = fresh;
-	w->stack_key_bytes = 0;
 	w->stack_resets++;
 	return 0;
 }
@@ -538,8 +536,13 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 		*id = (uint32_t)*v;
 		return 0;
 	}
-	/* only a new stack can pass the bound: stacks that fit it are never written twice */
-	if (w->stack_bound && w->stack_key_bytes + len + 1 > w->stack_bound &&
+	/*
+	 * Only a new stack can pass the bound: stacks that fit it are never
+	 * written twice. The bound is on what the index holds, slots and key
+	 * copies: it starts again once past it, so one insertion (a chunk of
+	 * keys, or its slots doubled) may take it past the bound.
+	 */
+	if (w->stack_bound && hmap__memory(w->stacks) > w->stack_bound &&
 	    (err = forget_stacks(w)))
 		return err;
 	err = hmap__entry(w->stacks, w->scratch.p, len + 1, &v, NULL);
@@ -550,7 +553,6 @@ static int stack_id(struct profile_writer *w, uint8_t space, const uint8_t *cbf,
 		return -E2BIG;
 	}
 	*v = *id = ++w->stack_count;
-	w->stack_key_bytes += len + 1;
 	w->stack_space[*id - 1] = space;
 	if (begin(w, len + 24))
 		return w->err;
@@ -617,6 +619,11 @@ int profile_writer__tick(struct profile_writer *w)
 	if (w->block_records && now_coarse() - w->block_started >= BLOCK_NS)
 		return profile_writer__flush(w);
 	return w->err;
+}
+
+size_t profile_writer__stack_memory(const struct profile_writer *w)
+{
+	return hmap__memory(w->stacks);
 }
 
 void profile_writer__set_stack_bound(struct profile_writer *w, size_t bytes)

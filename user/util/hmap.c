@@ -33,6 +33,7 @@ struct chunk {
 
 struct hmap {
 	enum hmap_keys keys;
+	size_t chunk_bytes;	/* of every chunk, headers included */
 	size_t stride;		/* bytes per slot */
 	unsigned char *slots;	/* 1 << bits of them, NULL before the first insertion */
 	unsigned bits;
@@ -246,6 +247,7 @@ static char *keep(struct hmap *m, const void *key, size_t len)
 		if (!c)
 			return NULL;
 		c->size = c->used = len + 1;
+		m->chunk_bytes += sizeof(*c) + len + 1;
 		if (m->chunks) {
 			c->next = m->chunks->next;
 			m->chunks->next = c;
@@ -265,6 +267,7 @@ static char *keep(struct hmap *m, const void *key, size_t len)
 				return NULL;
 			c->size = size;
 			c->used = 0;
+			m->chunk_bytes += sizeof(*c) + size;
 			c->next = m->chunks;
 			m->chunks = c;
 			m->chunk_size = size < CHUNK_MAX ? size * 2 : CHUNK_MAX;
@@ -335,6 +338,11 @@ void hmap__free(struct hmap *m)
 size_t hmap__count(const struct hmap *m)
 {
 	return m->count;
+}
+
+size_t hmap__memory(const struct hmap *m)
+{
+	return sizeof(*m) + (m->slots ? ((size_t)1 << m->bits) * m->stride : 0) + m->chunk_bytes;
 }
 
 /* The value of @k, in place. @return 0, or -ENOENT. */

@@ -82,6 +82,9 @@ void hmap__free_values(struct hmap *m, void (*free_value)(void *));
 /** @return the number of keys in the map. */
 size_t hmap__count(const struct hmap *m);
 
+/** hmap__memory() - @return the bytes the map holds: its slots and the copies of its keys. */
+size_t hmap__memory(const struct hmap *m);
+
 /* --- u64 keys (HMAP_U64) --- */
 
 /**
