@@ -30,7 +30,7 @@
 static const char usage[] =
 	"usage: sfprof record [-F HZ] [-a] [-p PID[,PID...]] [--duration SECS]\n"
 	"                     [--stack-size BYTES] [--max-memory SIZE] [--unwind-threads N]\n"
-	"                     [-o FILE] [-- COMMAND [ARGS...]]\n"
+	"                     [--no-prepare] [-o FILE] [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Sample user and kernel stacks on the cpu-clock event, unwind them with SFrame\n"
 	"(frame pointers where there is none) and write them to FILE (sfprof.data).\n"
@@ -53,6 +53,10 @@ static const char usage[] =
 	"      --unwind-threads N threads that unwind samples (default: the CPUs online,\n"
 	"                         at most 4); each owns the processes whose pid % N is its\n"
 	"                         number\n"
+	"      --no-prepare       open a file when a sample first needs it, not when a\n"
+	"                         process maps it (by default a thread of its own opens\n"
+	"                         each new executable mapping's file and makes its unwind\n"
+	"                         table at once, so that samples do not wait for it)\n"
 	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
@@ -73,6 +77,7 @@ struct record {
 	bool stack_fixed;	/* --stack-size: no per-thread sizes */
 	uint64_t max_memory;	/* --max-memory */
 	unsigned workers;	/* --unwind-threads */
+	bool no_prepare;	/* --no-prepare */
 	bool all;
 	double duration;
 	pid_t *pids;
@@ -159,6 +164,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "stack-size", required_argument, NULL, 's' },
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "unwind-threads", required_argument, NULL, 'T' },
+		{ "no-prepare", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -216,6 +222,9 @@ static int parse_args(struct record *r, int argc, char **argv)
 				return 2;
 			}
 			r->workers = v;
+			break;
+		case 'P':
+			r->no_prepare = true;
 			break;
 		case 'o':
 			r->output = optarg;
@@ -410,6 +419,13 @@ static void progress(struct record *r)
 		ps.procs.processes, bytes);
 }
 
+static bool is_recorded(void *ctx, uint32_t pid)
+{
+	struct record *r = ctx;
+
+	return sampler__is_target(r->sampler, pid);
+}
+
 /* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */
 static void summary(struct record *r, double secs, uint64_t samples, uint64_t stack_resets,
 		    int scanned)
@@ -443,6 +459,10 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	if (ps.dropped_events)
 		fprintf(stderr, "sfprof: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);
+	fprintf(stderr, "sfprof: files: %" PRIu64 " opened when mapped (of %" PRIu64 " executable "
+		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
+		"%" PRIu64 " samples over %.0f ms\n", ps.prepare.prepared, ps.prepare.asked,
+		ps.prepare.failed, ps.slowest_ns / 1e6, ps.slow, PIPELINE_SLOW_NS / 1e6);
 	if (ps.modules_refused)
 		fprintf(stderr, "sfprof: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
@@ -596,7 +616,7 @@ int cmd_record(int argc, char **argv)
 	popts = (struct pipeline_opts){
 		.workers = r.workers, .queue_bytes = r.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
 		.max_depth = MAX_DEPTH, .copy_start = r.stack_size, .copy_adaptive = !r.stack_fixed,
-		.module_bytes = r.max_memory / 4,
+		.module_bytes = r.max_memory / 4, .prepare = !r.no_prepare,
 	};
 	r.pipeline = pipeline__new(r.w, &r.wlock, &popts);
 	if (!r.pipeline) {
@@ -606,6 +626,7 @@ int cmd_record(int argc, char **argv)
 	}
 	pipeline__set_warn(r.pipeline, on_warn, &r);
 	pipeline__set_resize(r.pipeline, on_resize, &r);
+	pipeline__set_wanted(r.pipeline, is_recorded, &r);
 
 	/* what runs already; new processes arrive as task events */
 	if (r.all)

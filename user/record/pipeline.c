@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pipeline.h"
@@ -48,17 +49,21 @@ struct shard {
 	bool closing;		/* handle what is queued, then stop (atomic) */
 	/* the thread's own; read by others after it is joined */
 	uint64_t handled, ustack_bytes, resized;
+	uint64_t slow, slowest_ns;
 };
 
 struct pipeline {
 	struct pipeline_opts opts;
 	struct sfu_cache *cache;
+	struct prepare *prepare;	/* NULL when files are opened at first sample */
 	struct shard shards[PIPELINE_MAX_WORKERS];
 	unsigned nshards;
 	bool abandon;		/* stopping without handling what is queued (atomic) */
 	bool wait_for_room;	/* the producer waits at the bound instead of dropping */
 	pipeline_resize_fn resize;
 	void *resize_ctx;
+	pipeline_wanted_fn wanted;
+	void *wanted_ctx;
 	/* the producer's */
 	uint64_t dropped, dropped_events;
 	size_t queued_peak;
@@ -86,6 +91,8 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 	if (!pl->cache)
 		goto fail;
 	sfu_cache__set_limit(pl->cache, opts->module_bytes);
+	if (opts->prepare && !(pl->prepare = prepare__new(pl->cache)))
+		goto fail;
 	for (unsigned i = 0; i < opts->workers; i++) {
 		struct shard *sh = &pl->shards[i];
 
@@ -122,6 +129,12 @@ void pipeline__set_warn(struct pipeline *pl, procs_warn_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < pl->nshards; i++)
 		procs__set_warn(pl->shards[i].procs, fn, ctx);
+}
+
+void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx)
+{
+	pl->wanted = fn;
+	pl->wanted_ctx = ctx;
 }
 
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
@@ -186,6 +199,14 @@ int pipeline__scan_all(struct pipeline *pl)
 	return n;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 static void handle(struct shard *sh, const struct item *it)
 {
 	struct pipeline *pl = sh->pl;
@@ -196,9 +217,15 @@ static void handle(struct shard *sh, const struct item *it)
 		const struct sample_hdr *h = (const struct sample_hdr *)it->data;
 		const uint64_t *kstack = (const uint64_t *)(h + 1);
 		struct procs_copy_use use;
+		uint64_t t0 = now_ns(), took;
 
 		procs__sample(sh->procs, h, kstack, (const uint8_t *)(kstack + h->kstack_depth),
 			      &use);
+		took = now_ns() - t0;
+		if (took > PIPELINE_SLOW_NS)
+			sh->slow++;
+		if (took > sh->slowest_ns)
+			sh->slowest_ns = took;
 		sh->handled++;
 		sh->ustack_bytes += h->ustack_len;
 		if (use.new_size && pl->resize && !pl->resize(pl->resize_ctx, h->tid, use.new_size))
@@ -250,6 +277,12 @@ static void *worker(void *arg)
 
 int pipeline__start(struct pipeline *pl)
 {
+	if (pl->prepare) {
+		int err = prepare__start(pl->prepare);
+
+		if (err)
+			return err;
+	}
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 		int err = pthread_create(&sh->thread, NULL, worker, sh);
@@ -332,6 +365,11 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time)
 {
+	if (pl->prepare && e->type == PERF_RECORD_MMAP2 &&
+	    e->size >= offsetof(struct perf_rec_mmap2, filename) &&
+	    (((const struct perf_rec_mmap2 *)e)->prot & PROT_EXEC) &&
+	    (!pl->wanted || pl->wanted(pl->wanted_ctx, ((const struct perf_rec_mmap2 *)e)->pid)))
+		prepare__mmap(pl->prepare, (const struct perf_rec_mmap2 *)e, e->size);
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 		struct item *it = reserve(sh, e->size, 0);
@@ -410,7 +448,12 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->handled += sh->handled;
 		st->ustack_bytes += sh->ustack_bytes;
 		st->resized += sh->resized;
+		st->slow += sh->slow;
+		if (sh->slowest_ns > st->slowest_ns)
+			st->slowest_ns = sh->slowest_ns;
 	}
+	if (pl->prepare)
+		prepare__stats(pl->prepare, &st->prepare);
 	st->dropped = pl->dropped;
 	st->dropped_events = pl->dropped_events;
 	st->queued_peak = pl->queued_peak;
@@ -467,6 +510,7 @@ void pipeline__free(struct pipeline *pl)
 		return;
 	__atomic_store_n(&pl->abandon, true, __ATOMIC_RELAXED);
 	join(pl);
+	prepare__free(pl->prepare);
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "prepare.h"
 #include "procs.h"
 
 /* How many unwinding threads at most, whatever the CPUs. */
@@ -32,6 +33,7 @@ struct pipeline_opts {
 	uint32_t copy_start;		/* a new thread's stack copy size */
 	bool copy_adaptive;		/* sizes follow what the unwinds use */
 	size_t module_bytes;		/* bound on the unwind tables of files opened (0: none) */
+	bool prepare;			/* open files when mapped (prepare.h), not at first sample */
 };
 
 struct pipeline_stats {
@@ -45,7 +47,13 @@ struct pipeline_stats {
 	uint64_t queue_bytes;		/* the size of each thread's queue */
 	uint64_t modules_refused;	/* files not loaded at the module_bytes bound */
 	uint64_t module_memory;		/* what the files loaded hold now */
+	uint64_t slow;			/* samples that took a thread over PIPELINE_SLOW_NS */
+	uint64_t slowest_ns;		/* the longest a sample took */
+	struct prepare_stats prepare;
 };
+
+/* A sample handled slower than this held its thread up: a file opened, a table made. */
+#define PIPELINE_SLOW_NS 10000000ull
 
 /* A thread's new stack copy size; called from an unwinding thread. @return 0 or -errno. */
 typedef int (*pipeline_resize_fn)(void *ctx, uint32_t tid, uint32_t bytes);
@@ -71,6 +79,12 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 
 /** pipeline__set_warn() - what cannot be known of a process; called from the unwinding threads. */
 void pipeline__set_warn(struct pipeline *pl, procs_warn_fn fn, void *ctx);
+
+/** Whether process @pid is recorded: its new mappings are prepared only then. */
+typedef bool (*pipeline_wanted_fn)(void *ctx, uint32_t pid);
+
+/** pipeline__set_wanted() - which processes' files to prepare (all without one). */
+void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx);
 
 /** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);

@@ -362,6 +362,15 @@ int sampler__add_target(struct sampler *s, pid_t pid)
 	return 0;
 }
 
+bool sampler__is_target(struct sampler *s, pid_t pid)
+{
+	uint32_t key = pid;
+	uint8_t one;
+
+	return !s->skel->rodata->filter_pids ||
+	       !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.targets), &key, &one);
+}
+
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
 			    unsigned long flags)
 {

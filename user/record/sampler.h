@@ -47,6 +47,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 /** sampler__add_target() - sample process @pid (with opts.filter). @return 0 or -errno. */
 int sampler__add_target(struct sampler *s, pid_t pid);
 
+/** sampler__is_target() - whether process @pid is sampled: a target or a child of one, or any without opts.filter. */
+bool sampler__is_target(struct sampler *s, pid_t pid);
+
 /** sampler__start() - attach the cpu-clock events on every CPU. @return 0 or -errno. */
 int sampler__start(struct sampler *s, char *err, size_t errlen);
 
