@@ -69,6 +69,9 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 /** pipeline__set_warn() - what cannot be known of a process; called from the unwinding threads. */
 void pipeline__set_warn(struct pipeline *pl, procs_warn_fn fn, void *ctx);
 
+/** pipeline__set_module_hook() - procs__set_module_hook() of every thread (before pipeline__start()). */
+void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx);
+
 /** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);
 
