@@ -10,7 +10,8 @@
 #include "buildid.h"
 
 /*
- * An archive is a tar (POSIX pax), zstd-compressed, of regular files:
+ * An archive is a tar (POSIX pax), zstd-compressed with content checksums
+ * (a damaged archive is told from a whole one), of regular files:
  *   sfprof.data                 the profile, byte for byte
  *   kallsyms                    /proc/kallsyms of the recording machine (optional)
  *   .build-id/XX/REST           a binary, by build ID (buildid.h)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "sfarchive.h"
 #include "util/outfile.h"
@@ -17,7 +18,50 @@ struct sfarchive_writer {
 	struct outfile *out;
 	struct archive *a;
 	uint64_t bytes;
+	ZSTD_CCtx *zc;
+	uint8_t zbuf[1 << 17];
 };
+
+/*
+ * The tar is compressed here rather than by libarchive's zstd filter, which
+ * writes frames without a content checksum: with one, a reader tells a
+ * damaged archive from a whole one.
+ */
+static int compress_to(struct sfarchive_writer *w, const void *buf, size_t len,
+		       ZSTD_EndDirective mode)
+{
+	ZSTD_inBuffer in = { buf, len, 0 };
+	size_t left;
+
+	do {
+		ZSTD_outBuffer out = { w->zbuf, sizeof(w->zbuf), 0 };
+
+		left = ZSTD_compressStream2(w->zc, &out, &in, mode);
+		if (ZSTD_isError(left))
+			return -EIO;
+		if (out.pos && fwrite(w->zbuf, 1, out.pos, outfile__stream(w->out)) != out.pos)
+			return -EIO;
+	} while (mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
+	return 0;
+}
+
+static la_ssize_t tar_write(struct archive *a, void *ctx, const void *buf, size_t len)
+{
+	if (compress_to(ctx, buf, len, ZSTD_e_continue)) {
+		archive_set_error(a, EIO, "compressing: %s", strerror(errno ? errno : EIO));
+		return -1;
+	}
+	return len;
+}
+
+static int tar_close(struct archive *a, void *ctx)
+{
+	if (compress_to(ctx, NULL, 0, ZSTD_e_end)) {
+		archive_set_error(a, EIO, "compressing: %s", strerror(errno ? errno : EIO));
+		return ARCHIVE_FATAL;
+	}
+	return ARCHIVE_OK;
+}
 
 struct sfarchive_writer *sfarchive_writer__create(const char *path, char *why, size_t why_cap)
 {
@@ -38,9 +82,13 @@ struct sfarchive_writer *sfarchive_writer__create(const char *path, char *why, s
 		return NULL;
 	}
 	w->a = archive_write_new();
-	if (!w->a || archive_write_add_filter_zstd(w->a) != ARCHIVE_OK ||
+	w->zc = ZSTD_createCCtx();
+	if (!w->a || !w->zc ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, 3)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1)) ||
 	    archive_write_set_format_pax_restricted(w->a) != ARCHIVE_OK ||
-	    archive_write_open_FILE(w->a, outfile__stream(w->out)) != ARCHIVE_OK) {
+	    archive_write_set_bytes_in_last_block(w->a, 1) != ARCHIVE_OK ||
+	    archive_write_open(w->a, w, NULL, tar_write, tar_close) != ARCHIVE_OK) {
 		snprintf(why, why_cap, "%s: %s", path,
 			 w->a && archive_error_string(w->a) ? archive_error_string(w->a) :
 							     "cannot start the archive");
@@ -51,13 +99,42 @@ struct sfarchive_writer *sfarchive_writer__create(const char *path, char *why, s
 	return w;
 }
 
+/* Read @fd to its end into *@out (malloc'd), its length in *@size. @return 0 or -errno. */
+static int slurp(int fd, char **out, off_t *size)
+{
+	size_t len = 0, cap = 1 << 20;
+	char *buf = malloc(cap), *grown;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	while ((n = read(fd, buf + len, cap - len)) > 0) {
+		len += n;
+		if (len == cap) {
+			grown = realloc(buf, cap *= 2);
+			if (!grown) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = grown;
+		}
+	}
+	if (n < 0) {
+		free(buf);
+		return -errno;
+	}
+	*out = buf;
+	*size = len;
+	return 0;
+}
+
 int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const char *src,
 			  char *why, size_t why_cap)
 {
 	struct archive_entry *e = NULL;
 	uint64_t left;
 	struct stat st;
-	char buf[65536];
+	char buf[65536], *whole = NULL;
 	int fd, err = 0;
 
 	fd = open(src, O_RDONLY | O_CLOEXEC);
@@ -69,6 +146,11 @@ int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const ch
 	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
 		snprintf(why, why_cap, "%s: not a regular file", src);
+		goto out;
+	}
+	/* /proc files say 0 bytes: their size is what a read to the end gives */
+	if (!st.st_size && (err = slurp(fd, &whole, &st.st_size))) {
+		snprintf(why, why_cap, "%s: %s", src, strerror(-err));
 		goto out;
 	}
 	e = archive_entry_new();
@@ -85,7 +167,8 @@ int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const ch
 	if (archive_write_header(w->a, e) != ARCHIVE_OK)
 		goto archive_error;
 	for (left = st.st_size; left;) {
-		ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
+		ssize_t n = whole ? (ssize_t)left : read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
+		const char *from = whole ? whole + (st.st_size - left) : buf;
 
 		if (n <= 0) {
 			err = n < 0 ? -errno : -EIO;
@@ -93,7 +176,7 @@ int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const ch
 				 n < 0 ? strerror(errno) : "shorter than it was: changed meanwhile");
 			goto out;
 		}
-		if (archive_write_data(w->a, buf, n) != n)
+		if (archive_write_data(w->a, from, n) != n)
 			goto archive_error;
 		left -= n;
 	}
@@ -104,6 +187,7 @@ archive_error:
 	snprintf(why, why_cap, "writing %s: %s", name,
 		 archive_error_string(w->a) ? archive_error_string(w->a) : "archive error");
 out:
+	free(whole);
 	archive_entry_free(e);
 	if (fd >= 0)
 		close(fd);
@@ -126,6 +210,7 @@ int sfarchive_writer__commit(struct sfarchive_writer *w, char *why, size_t why_c
 		return -EIO;
 	}
 	archive_write_free(w->a);
+	ZSTD_freeCCtx(w->zc);
 	err = outfile__commit(w->out);
 	if (err)
 		snprintf(why, why_cap, "%s", strerror(-err));
@@ -139,6 +224,7 @@ void sfarchive_writer__discard(struct sfarchive_writer *w)
 		return;
 	if (w->a)
 		archive_write_free(w->a);
+	ZSTD_freeCCtx(w->zc);
 	outfile__discard(w->out);
 	free(w);
 }
