@@ -74,6 +74,8 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 	struct hmap *seen = hmap__new(HMAP_BYTES);
 	struct archive_entry *e;
 	uint64_t total = 0;
+	uint8_t head[8];
+	size_t head_len;
 	bool profile = false;
 	int err = 0, r;
 
@@ -126,8 +128,15 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 			snprintf(why, why_cap, "%.200s: %s", name, strerror(-err));
 			goto out;
 		}
+		head_len = 0;
 		while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK ||
 		       r == ARCHIVE_WARN) {
+			if (m.kind == SFARCHIVE_PROFILE_FILE && head_len < sizeof(head)) {
+				size_t n = len < sizeof(head) - head_len ? len : sizeof(head) - head_len;
+
+				memcpy(head + head_len, buf, n);
+				head_len += n;
+			}
 			/* sparse members: holes are not written, so none are expected */
 			total += len;
 			if (total > SFARCHIVE_MAX_BYTES) {
@@ -147,8 +156,14 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 			goto out;
 		}
 		if (sink->end && (err = sink->end(sink->ctx))) {
-			snprintf(why, why_cap, "%.200s: %s", name,
-				 err == -EBADMSG ? "not an sfprof profile" : strerror(-err));
+			snprintf(why, why_cap, "%.200s: %s", name, strerror(-err));
+			goto out;
+		}
+		/* a profile, not another archive: a reader opens it as one, never nests */
+		if (m.kind == SFARCHIVE_PROFILE_FILE &&
+		    (head_len < sizeof(head) || memcmp(head, PROFILE_MAGIC_BYTES, 8))) {
+			err = -EBADMSG;
+			snprintf(why, why_cap, "its " SFARCHIVE_PROFILE " is not an sfprof profile");
 			goto out;
 		}
 	}
@@ -202,9 +217,6 @@ int sfarchive_read_memory(const void *data, size_t size, const struct sfarchive_
 struct unpack {
 	int dirfd;
 	int fd;
-	bool profile;
-	uint8_t head[8];
-	size_t head_len;
 };
 
 static int unpack_begin(void *ctx, const struct sfarchive_member *m)
@@ -212,8 +224,6 @@ static int unpack_begin(void *ctx, const struct sfarchive_member *m)
 	struct unpack *u = ctx;
 	char sub[sizeof(BUILDID_TREE) + 4];
 
-	u->profile = m->kind == SFARCHIVE_PROFILE_FILE;
-	u->head_len = 0;
 	if (m->kind == SFARCHIVE_BINARY || m->kind == SFARCHIVE_DEBUG) {
 		snprintf(sub, sizeof(sub), BUILDID_TREE "/%.2s", m->name + strlen(BUILDID_TREE) + 1);
 		if ((mkdirat(u->dirfd, BUILDID_TREE, 0700) && errno != EEXIST) ||
@@ -231,12 +241,6 @@ static int unpack_data(void *ctx, const void *buf, size_t len)
 	struct unpack *u = ctx;
 	const uint8_t *p = buf;
 
-	if (u->profile && u->head_len < sizeof(u->head)) {
-		size_t n = len < sizeof(u->head) - u->head_len ? len : sizeof(u->head) - u->head_len;
-
-		memcpy(u->head + u->head_len, p, n);
-		u->head_len += n;
-	}
 	while (len) {
 		ssize_t n = write(u->fd, p, len);
 
@@ -254,10 +258,6 @@ static int unpack_end(void *ctx)
 	int err = close(u->fd) ? -errno : 0;
 
 	u->fd = -1;
-	/* a profile, not another archive: a reader opens it as one, never nests */
-	if (!err && u->profile &&
-	    (u->head_len < sizeof(u->head) || memcmp(u->head, PROFILE_MAGIC_BYTES, 8)))
-		err = -EBADMSG;
 	return err;
 }
 
