@@ -15,6 +15,8 @@ int cmd_script(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
+int cmd_buildid_list(int argc, char **argv);
 
 #include <stdbool.h>
 
@@ -29,12 +31,13 @@ struct profile_status;
 bool profile_print_notices(const char *path, const struct profile_status *st);
 
 /* Where symbols come from: the options report, script and export share. */
-enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS };
+enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS, OPT_SYM_BUILDID_DIR };
 
 #define SYM_OPTIONS \
 	{ "debug-file-directory", required_argument, NULL, OPT_SYM_DEBUG_DIR }, \
 	{ "no-debuginfod", no_argument, NULL, OPT_SYM_NO_DEBUGINFOD }, \
-	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }
+	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }, \
+	{ "buildid-dir", required_argument, NULL, OPT_SYM_BUILDID_DIR }
 
 struct symbolizer_opts;
 

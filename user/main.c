@@ -15,6 +15,8 @@ static const struct cmd {
 	{ "script", cmd_script, "every sample and its stack, in the text of perf script" },
 	{ "export", cmd_export, "the profile for other tools: markup, collapsed, pprof, svg" },
 	{ "import", cmd_import, "make a profile from another tool's trace: xray" },
+	{ "archive", cmd_archive, "pack a profile with the binaries its frames need, for another machine" },
+	{ "buildid-list", cmd_buildid_list, "the build IDs of the modules a profile's samples hit" },
 	{ "dump", cmd_dump, "print every record of a profile file" },
 	{ "xray", cmd_xray, "look into an XRay trace: dump" },
 	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },
@@ -25,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: sfprof COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\nsfprof COMMAND --help for a command's options.\n");
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buildid/buildid_record.h"
 #include "cmds.h"
 #include "pipeline.h"
 #include "sampler.h"
@@ -58,6 +59,13 @@ static const char usage[] =
 	"                         each new executable mapping's file and makes its unwind\n"
 	"                         table at once, so that samples do not wait for it)\n"
 	"  -o, --output FILE      where to write (an existing FILE is kept as FILE.old)\n"
+	"      --no-buildid-cache don't keep the binaries sampled processes map in the\n"
+	"                         build-ID cache ($XDG_CACHE_HOME/sfprof/.build-id, else\n"
+	"                         ~/.cache/sfprof/.build-id), from which report names\n"
+	"                         their frames after they are replaced or removed\n"
+	"      --buildid-cache-size SIZE  what that cache may hold (default 2G, every\n"
+	"                         entry at its file size; the entries used longest ago\n"
+	"                         are evicted first)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
 	"with -a as well, the whole system for as long as it runs. Ctrl-C stops cleanly.\n"
@@ -76,6 +84,9 @@ struct record {
 	uint32_t stack_size;
 	bool stack_fixed;	/* --stack-size: no per-thread sizes */
 	uint64_t max_memory;	/* --max-memory */
+	bool no_buildid_cache;	/* --no-buildid-cache */
+	uint64_t buildid_cache_bytes;	/* --buildid-cache-size */
+	struct buildid_keeper *buildid;
 	unsigned workers;	/* --unwind-threads */
 	bool no_prepare;	/* --no-prepare */
 	bool all;
@@ -166,6 +177,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "unwind-threads", required_argument, NULL, 'T' },
 		{ "no-prepare", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "no-buildid-cache", no_argument, NULL, 0x2000 },
+		{ "buildid-cache-size", required_argument, NULL, 0x2001 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -228,6 +241,16 @@ static int parse_args(struct record *r, int argc, char **argv)
 			break;
 		case 'o':
 			r->output = optarg;
+			break;
+		case 0x2000:
+			r->no_buildid_cache = true;
+			break;
+		case 0x2001:
+			if (parse_size(optarg, &r->buildid_cache_bytes)) {
+				fprintf(stderr, "sfprof record: --buildid-cache-size takes a size (a "
+					"number of bytes, or with a K, M or G suffix)\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -567,6 +590,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
 			    .stack_size = DEFAULT_STACK, .max_memory = DEFAULT_MAX_MEMORY,
+			    .buildid_cache_bytes = BUILDID_KEEPER_DEFAULT_BYTES,
 			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER };
 	struct pipeline_opts popts;
 	struct sampler_cbs cbs = { on_sample, on_task_event };
@@ -587,6 +611,9 @@ int cmd_record(int argc, char **argv)
 		return err == 1 ? 0 : err;
 	}
 	r.tty = isatty(STDERR_FILENO);
+	/* a cache that cannot be written is said before anything runs */
+	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start(r.buildid_cache_bytes)))
+		goto out;
 	if (setup_targets(&r))
 		goto out;
 
@@ -627,6 +654,8 @@ int cmd_record(int argc, char **argv)
 	pipeline__set_warn(r.pipeline, on_warn, &r);
 	pipeline__set_resize(r.pipeline, on_resize, &r);
 	pipeline__set_wanted(r.pipeline, is_recorded, &r);
+	if (r.buildid)
+		pipeline__set_module_hook(r.pipeline, buildid_record__module, r.buildid);
 
 	/* what runs already; new processes arrive as task events */
 	if (r.all)
@@ -679,6 +708,8 @@ int cmd_record(int argc, char **argv)
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 	summary(&r, secs, samples, stack_resets, scanned);
+	if (r.buildid)
+		buildid_record__finish(r.buildid, stderr);
 	goto out;
 discard:
 	/* no thread may write to it any more */
@@ -702,6 +733,7 @@ out:
 	if (r.exec_err_fd >= 0)
 		close(r.exec_err_fd);
 	pipeline__free(r.pipeline);
+	buildid_keeper__free(r.buildid);
 	sampler__free(r.sampler);
 	free(r.pids);
 	free(cmdline);

@@ -137,6 +137,12 @@ void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx)
 	pl->wanted_ctx = ctx;
 }
 
+void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx)
+{
+	for (unsigned i = 0; i < pl->nshards; i++)
+		procs__set_module_hook(pl->shards[i].procs, fn, ctx);
+}
+
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
 {
 	pl->resize = fn;

@@ -85,6 +85,8 @@ typedef bool (*pipeline_wanted_fn)(void *ctx, uint32_t pid);
 
 /** pipeline__set_wanted() - which processes' files to prepare (all without one). */
 void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx);
+/** pipeline__set_module_hook() - procs__set_module_hook() of every thread (before pipeline__start()). */
+void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx);
 
 /** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);

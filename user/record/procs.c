@@ -41,6 +41,8 @@ struct procs {
 	int err;		/* the first error writing the file: recording must stop */
 	procs_warn_fn warn;
 	void *warn_ctx;
+	procs_module_fn module_hook;
+	void *module_ctx;
 	struct sfu_frame frames[MAX_UNWIND];
 	struct stack_enc ustack, kstack;
 };
@@ -84,6 +86,8 @@ static void emit_mapping(void *ctx, uint32_t pid, const struct sfu_mapping *m)
 		};
 
 		WRITE(p, profile_writer__module(p->w, &mod, &rec.module_id));
+		if (p->module_hook)
+			p->module_hook(p->module_ctx, pid, m);
 	} else if (m->path) {
 		/* a file we could not open: keep its name for the report */
 		struct profile_module mod = { .path = m->path };
@@ -210,6 +214,12 @@ void procs__set_warn(struct procs *p, procs_warn_fn fn, void *ctx)
 {
 	p->warn = fn;
 	p->warn_ctx = ctx;
+}
+
+void procs__set_module_hook(struct procs *p, procs_module_fn fn, void *ctx)
+{
+	p->module_hook = fn;
+	p->module_ctx = ctx;
 }
 
 int procs__error(const struct procs *p)

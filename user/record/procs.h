@@ -60,6 +60,12 @@ typedef void (*procs_warn_fn)(void *ctx, uint32_t pid, const char *comm, const c
 /** procs__set_warn() - where to say it; without one, nothing is said. */
 void procs__set_warn(struct procs *p, procs_warn_fn fn, void *ctx);
 
+/* A mapping of a file (@m->module set) of a sampled process, told as its record is written. */
+typedef void (*procs_module_fn)(void *ctx, uint32_t pid, const struct sfu_mapping *m);
+
+/** procs__set_module_hook() - who is told (the build-ID cache); without one, nobody. */
+void procs__set_module_hook(struct procs *p, procs_module_fn fn, void *ctx);
+
 /**
  * procs__error() - @return the first error writing the profile (a full
  * disk, no memory), 0 while there is none: the recording must stop.

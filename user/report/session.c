@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildid/sfarchive.h"
+#include "buildid/session_archive.h"
 #include "util/hmap.h"
 #include "session.h"
 #include "sfunwind/cbf.h"
@@ -21,6 +23,7 @@ struct session {
 	struct profile_status status;
 	struct session_totals totals;
 	struct symbolizer *sym;
+	struct session_archive *archive;	/* an archive's unpacked files, NULL for a profile */
 	char **strings;			/* every string the session owns */
 	size_t nstrings, strings_cap;
 	struct session_image *images;
@@ -552,6 +555,11 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	struct profile_record rec;
 	int ret;
 
+	/* sfprof archive's output: the profile and the files it needs, read in place */
+	if (sfarchive_is(path) == 1) {
+		free(s);
+		return session_archive__open(path, opts, diag);
+	}
 	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL)) ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
 	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128)) ||
@@ -624,7 +632,13 @@ void session__free(struct session *s)
 	hmap__free(s->module_ids);
 	profile_reader__free(s->reader);
 	symbolizer__free(s->sym);
+	session_archive__free(s->archive);
 	free(s);
+}
+
+void session__keep_archive(struct session *s, struct session_archive *a)
+{
+	s->archive = a;
 }
 
 const struct profile_meta *session__meta(const struct session *s) { return &s->meta; }

@@ -96,6 +96,11 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 			      struct profile_diag *diag);
 void session__free(struct session *s);
 
+struct session_archive;
+
+/** session__keep_archive() - the unpacked archive @s was read from, removed by session__free(). */
+void session__keep_archive(struct session *s, struct session_archive *a);
+
 const struct profile_meta *session__meta(const struct session *s);
 const struct profile_status *session__status(const struct session *s);
 const struct session_totals *session__totals(const struct session *s);

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "buildid/buildid.h"
 #include "util/hmap.h"
 #include "sfunwind.h"
 #include "symbolize.h"
@@ -45,6 +46,7 @@ struct symbolizer {
 	bool ksyms_loaded;
 	debuginfod_client *dbgd;
 	bool dbgd_tried;
+	char *cache_dir;	/* the build-ID cache's directory, NULL when there is none */
 };
 
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
@@ -57,6 +59,11 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	}
 	if (opts)
 		s->opts = *opts;
+	s->cache_dir = malloc(4096);
+	if (s->cache_dir && buildid_cache_dir(s->cache_dir, 4096)) {
+		free(s->cache_dir);
+		s->cache_dir = NULL;
+	}
 	return s;
 }
 
@@ -89,6 +96,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->ksyms);
 	if (s->dbgd)
 		debuginfod_end(s->dbgd);
+	free(s->cache_dir);
 	free(s);
 }
 
@@ -150,6 +158,27 @@ static bool debuginfod_wanted(const struct symbolizer *s)
 }
 
 /*
+ * The file with this build ID (@suffix NULL: the binary, else its debug
+ * file) in the build-ID trees: --buildid-dir's (an archive's), then the cache.
+ */
+static struct sfu_module *find_kept(struct symbolizer *s, const uint8_t *id, size_t len,
+				    const char *suffix)
+{
+	char path[4400];
+	struct sfu_module *m;
+
+	for (size_t i = 0; i <= s->opts.num_buildid_dirs; i++) {
+		const char *dir = i < s->opts.num_buildid_dirs ? s->opts.buildid_dirs[i] :
+								 s->cache_dir;
+
+		if (dir && !buildid_path(path, sizeof(path), dir, id, len, suffix) &&
+		    (m = open_matching(path, id, len)))
+			return m;
+	}
+	return NULL;
+}
+
+/*
  * A debug file for the build ID: debug directories, then debuginfod when
  * @remote (the binary is missing or stripped: a server is not worth a round
  * trip for a binary that names its functions itself).
@@ -172,6 +201,8 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 		if ((m = open_matching(path, id, len)))
 			return m;
 	}
+	if ((m = find_kept(s, id, len, BUILDID_DEBUG_SUFFIX)))
+		return m;
 	if (!remote)
 		return NULL;
 	if (!s->dbgd_tried) {
@@ -227,6 +258,9 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	/* the recorded path only if it still holds the same build (or none was recorded) */
 	if (path[0] == '/')
 		m->bin = open_matching(path, build_id, build_id_len);
+	/* replaced, removed, or recorded on another machine: the copy kept by build ID */
+	if (!m->bin && build_id_len)
+		m->bin = find_kept(s, build_id, build_id_len, NULL);
 	m->dbg = find_debug(s, build_id, build_id_len, debuginfod_wanted(s) &&
 			    (!m->bin || !has_symtab(sfu_module__path(m->bin))));
 	if (!m->bin && m->dbg) {
@@ -252,6 +286,16 @@ const char *sym_module__path(const struct sym_module *m)
 bool sym_module__found(const struct sym_module *m)
 {
 	return m->bin != NULL;
+}
+
+const char *sym_module__binary_file(const struct sym_module *m)
+{
+	return m->bin && m->bin != m->dbg ? sfu_module__path(m->bin) : NULL;
+}
+
+const char *sym_module__debug_file(const struct sym_module *m)
+{
+	return m->dbg ? sfu_module__path(m->dbg) : NULL;
 }
 
 char *symbolizer__demangle(const char *name)

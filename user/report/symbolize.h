@@ -13,6 +13,14 @@ struct symbolizer_opts {
 	const char *kallsyms;		/* default /proc/kallsyms */
 	bool no_debuginfod;		/* even when DEBUGINFOD_URLS is set */
 	bool no_lines;			/* skip DWARF line lookups */
+	/*
+	 * Build-ID trees (--buildid-dir, an unpacked archive): a binary missing
+	 * at its recorded path, or replaced there, is looked for in them, then
+	 * in the build-ID cache (user/buildid/buildid.h); their .debug files
+	 * are debug files.
+	 */
+	const char *const *buildid_dirs;
+	size_t num_buildid_dirs;
 };
 
 /* What an address resolves to. Strings live as long as the symbolizer. */
@@ -32,8 +40,10 @@ void symbolizer__free(struct symbolizer *s);
 
 /**
  * symbolizer__module() - the binary a profile's module record names: its
- * recorded path if the build ID matches, else a debug file found by build ID
- * (/usr/lib/debug/.build-id, --debug-file-directory, debuginfod). Never
+ * recorded path if the build ID matches, else the binary kept by build ID
+ * (--buildid-dir, the build-ID cache), else a debug file found by build ID
+ * (/usr/lib/debug/.build-id, --debug-file-directory, the build-ID trees,
+ * debuginfod). Never
  * NULL: a module whose file is found nowhere still names its frames
  * module+0xoffset.
  */
@@ -48,6 +58,12 @@ const char *sym_module__path(const struct sym_module *m);
 
 /** @return whether an ELF file (binary or debug file) was found for the module. */
 bool sym_module__found(const struct sym_module *m);
+
+/** @return the path of the binary found for the module (not a debug file standing in for it), or NULL. */
+const char *sym_module__binary_file(const struct sym_module *m);
+
+/** @return the path of the separate debug file found for the module, or NULL. */
+const char *sym_module__debug_file(const struct sym_module *m);
 
 /* The mapping an address was sampled in. */
 struct sym_mapping {

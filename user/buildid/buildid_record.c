@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof record's side of the build-ID cache: its directory, the hook the unwinding threads call, the summary. */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "buildid.h"
+#include "buildid_record.h"
+
+struct buildid_keeper *buildid_record__start(uint64_t max_bytes)
+{
+	struct buildid_keeper *k;
+	char dir[4096], why[4400];
+	int err = buildid_cache_dir(dir, sizeof(dir));
+
+	if (err) {
+		fprintf(stderr, "sfprof record: build-ID cache: %s (set XDG_CACHE_HOME or HOME, "
+			"or record with --no-buildid-cache)\n",
+			err == -ENOENT ? "no directory: neither XDG_CACHE_HOME nor HOME is an "
+			"absolute path" : strerror(-err));
+		return NULL;
+	}
+	k = buildid_keeper__new(dir, max_bytes, why, sizeof(why));
+	if (!k)
+		fprintf(stderr, "sfprof record: build-ID cache: %s (--no-buildid-cache records "
+			"without it)\n", why);
+	return k;
+}
+
+void buildid_record__module(void *ctx, uint32_t pid, const struct sfu_mapping *m)
+{
+	const struct sfu_build_id *bid = sfu_module__build_id(m->module);
+
+	buildid_keeper__offer(ctx, bid->bytes, bid->len, pid, m->start, m->end, m->path,
+			      sfu_module__path(m->module));
+}
+
+static double mib(uint64_t bytes)
+{
+	return bytes / 1048576.0;
+}
+
+int buildid_record__finish(struct buildid_keeper *k, FILE *out)
+{
+	struct buildid_keeper_stats st;
+	char dir[4096];
+	int err = buildid_keeper__finish(k, &st);
+
+	if (buildid_cache_dir(dir, sizeof(dir)))
+		snprintf(dir, sizeof(dir), "?");
+	fprintf(out, "sfprof: build-ID cache %s: %" PRIu64 " binaries, %" PRIu64 " kept now (%"
+		PRIu64 " hard links, %" PRIu64 " copies of %.1f MiB in %.2f s), %" PRIu64
+		" there already; %.1f MiB held", dir, st.offered, st.linked + st.copied, st.linked,
+		st.copied, mib(st.copied_bytes), st.copy_ns / 1e9, st.present, mib(st.held_bytes));
+	if (st.evicted)
+		fprintf(out, ", %" PRIu64 " older entries (%.1f MiB) evicted", st.evicted,
+			mib(st.evicted_bytes));
+	fputc('\n', out);
+	if (st.over_bound)
+		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
+			"bound (--buildid-cache-size) is smaller than what this recording needs\n",
+			st.over_bound);
+	if (st.unopened || st.mismatched || st.dropped)
+		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
+			" could no longer be opened, %" PRIu64 " were replaced by another build "
+			"before they were read, %" PRIu64 " past the bound of files held at once\n",
+			st.unopened + st.mismatched + st.dropped, st.unopened, st.mismatched,
+			st.dropped);
+	if (err)
+		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: %s\n",
+			st.failed, st.first_error);
+	return err;
+}
