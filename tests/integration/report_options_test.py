@@ -14,8 +14,8 @@
            --symbols: --percentage relative counts exactly the samples the
            dump says match; absolute keeps each row's share; one-value
            filters name themselves in the header and drop their column.
-  perf     record_chains and report_tree recorded by `perf record
-           --call-graph dwarf` and by `sfprof record`: shares per --sort key
+  perf     record_chains and report_tree run by `perf record --call-graph
+           dwarf` with `sfprof record -p` joining the same run: shares per --sort key
            (sym, dso, comm, tid against perf's pid, srcline), the -g tree's
            branches, --children, --percent-limit's rows, and script -F's line
            shapes against perf script's, within a point.
@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -468,9 +469,18 @@ def case_errors(ctx):
 
 def perf_report(args):
     cmd = ['perf', 'report', '--stdio', *args]
-    log('$ ' + rt.quote(cmd))
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       errors='replace', timeout=300)
+    # Debian's perf 6.1 sometimes dies on an assertion (util/build-id.c) while
+    # BPF programs come and go (other recordings): tried again, then skipped
+    for _ in range(4):
+        log('$ ' + rt.quote(cmd))
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           errors='replace', timeout=300)
+        if p.returncode >= 0:
+            break
+        log(p.stderr.strip())
+    if p.returncode < 0:
+        log('SKIP: perf report keeps crashing here (perf 6.1, util/build-id.c)')
+        sys.exit(rt.SKIP)
     if p.returncode:
         log(p.stderr)
         raise Failure(f'perf report exited with {p.returncode}')
@@ -481,7 +491,8 @@ def rows_by(text, ncols):
     """{key columns joined by '|': share} of a report's flat rows (no trees)."""
     out = Counter()
     for line in text.splitlines():
-        m = re.match(r'^\s+([\d.]+)%\s+(.*)$', line)
+        # with --children the first share is the children's, the self one follows
+        m = re.match(r'^\s+([\d.]+)%\s+(?:[\d.]+%\s+)?(.*)$', line)
         if not m:
             continue
         cells = re.split(r'\s{2,}', m.group(2).strip())
@@ -516,6 +527,43 @@ def branch_shares(text, row):
     return out
 
 
+def record_both(ctx, prog, arg, pd, sd):
+    """perf record runs @prog, sfprof record -p joins it until it exits. @return
+    whether perf could read its recording (False: try again)."""
+    cmd = ['perf', 'record', '-q', '-B', '--no-bpf-event', '-F', '999', '--call-graph', 'dwarf',
+           '-o', pd, prog, arg]
+    log('$ ' + rt.quote(cmd))
+    perf = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = None
+        deadline = time.monotonic() + 10
+        while not pid and time.monotonic() < deadline and perf.poll() is None:
+            out = subprocess.run(['pgrep', '-n', '-f', '-x', f'{prog} {arg}'],
+                                 stdout=subprocess.PIPE, text=True).stdout.split()
+            pid = out[0] if out else None
+            if not pid:
+                time.sleep(0.02)
+        if not pid:
+            raise Failure(f'{prog} did not start under perf record')
+        p = ctx.record(['-F', '999', '-p', pid, '--duration', '30'], sd, timeout=60)
+        if p.returncode:
+            raise Failure(f'sfprof record exited with {p.returncode}')
+        _, err = perf.communicate(timeout=120)
+    finally:
+        if perf.poll() is None:
+            perf.kill()
+            perf.wait()
+    if perf.returncode or 'assertion failed' in err or not os.path.exists(pd):
+        log(f'perf record failed ({perf.returncode}): {err.strip()[:200]}')
+        return False
+    # a BPF program loaded during the recording can leave a file perf cannot read
+    q = subprocess.run(['perf', 'report', '--stdio', '-i', pd, '--sort', 'dso', '-g', 'none'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    if q.returncode:
+        log('perf report cannot read that recording: recording again')
+    return q.returncode == 0
+
+
 def case_perf(ctx):
     if not shutil.which('perf'):
         log('SKIP: perf not found')
@@ -525,18 +573,21 @@ def case_perf(ctx):
     ctx.compile('libcallback.c', 'libcallback.so', shared=True)
     chains = ctx.compile('record_chains.c', 'record_chains', extra=['-g'],
                          libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
+    # Both profilers sample the same run: perf runs the program, sfprof record -p
+    # joins it, so that shares agree within a point however the machine is loaded.
+    # -B --no-bpf-event: Debian's perf 6.1 asserts (util/build-id.c) and dies
+    # collecting build IDs while BPF programs such as sfprof record's are loaded.
     data = {}
-    for prog, arg in ((tree, '2'), (chains, '2')):
+    for prog, arg in ((tree, '3'), (chains, '3')):
         name = os.path.basename(prog)
         pd, sd = ctx.path(name + '.perf'), ctx.path(name + '.sf')
-        p = rt.run(['perf', 'record', '-q', '-F', '999', '--call-graph', 'dwarf', '-o', pd,
-                    prog, arg], check=False, timeout=120)
-        if p.returncode or not os.path.exists(pd):
-            log('SKIP: perf record cannot sample here')
+        for _ in range(4):
+            ok = record_both(ctx, prog, arg, pd, sd)
+            if ok:
+                break
+        if not ok:
+            log('SKIP: perf cannot record or read its recordings here')
             sys.exit(rt.SKIP)
-        p = ctx.record(['-F', '999', '--', prog, arg], sd, timeout=120)
-        if p.returncode:
-            raise Failure(f'sfprof record exited with {p.returncode}')
         data[name] = (pd, sd)
 
     def both(name, s_args, p_args, ncols):
@@ -547,7 +598,7 @@ def case_perf(ctx):
 
     # shares per --sort key, perf's names; perf's pid is the thread: sfprof's tid
     for keys, ncols in (('sym', 1), ('symbol', 1), ('dso,sym', 2), ('comm,dso', 2)):
-        _, _, mine, theirs = both('record_chains', ['--sort', keys],
+        _, _, mine, theirs = both('report_tree', ['--sort', keys],
                                   ['--no-children', '-g', 'none', '--sort', keys], ncols)
         compare(mine, theirs, f'--sort {keys}', fails)
     _, _, mine, theirs = both('record_chains', ['--sort', 'tid'],
@@ -580,23 +631,21 @@ def case_perf(ctx):
                                    'fractal']), 'tree_leaf')
     compare(fb, ft, '-g fractal, tree_leaf', fails, keys=['via_g', 'via_h'])
     # --children: the callers' totals
-    _, _, mine, theirs = both('record_chains', ['--children', '--sort', 'sym'],
+    _, _, mine, theirs = both('report_tree', ['--children', '--sort', 'sym'],
                               ['--children', '-g', 'none', '--sort', 'sym'], 1)
-    mc = Counter({k.split('|')[0]: v for k, v in mine.items()})
     compare(mine, theirs, '--children --sort sym', fails,
-            keys=['[.] a_outer', '[.] b_outer', '[.] main_work', '[.] vla_frame'])
-    del mc
+            keys=['[.] via_g', '[.] via_h', '[.] work', '[.] main', '[.] tree_leaf'])
     # --percent-limit: the same rows kept
-    m, t, mine, theirs = both('record_chains', ['--sort', 'sym', '--percent-limit', '10'],
+    m, t, mine, theirs = both('report_tree', ['--sort', 'sym', '--percent-limit', '10'],
                               ['--no-children', '-g', 'none', '--sort', 'sym',
                                '--percent-limit', '10'], 1)
     log(f'--percent-limit 10: sfprof {sorted(mine)}, perf {sorted(theirs)}')
-    expect(sorted(mine) == sorted(theirs) and len(mine) == 4, fails,
+    expect(sorted(mine) == sorted(theirs) and len(mine) == 2, fails,
            f'--percent-limit 10: sfprof rows {sorted(mine)}, perf {sorted(theirs)}')
     # filters: shares of the rows kept, absolute as perf's
-    for s_args in (['--symbols', 'spin_a,spin_c'], ['--dso', 'record_chains'],
-                   ['--comm', 'record_chains']):
-        _, _, mine, theirs = both('record_chains', ['--sort', 'sym', *s_args],
+    for s_args in (['--symbols', 'tree_leaf,work'], ['--dso', 'report_tree'],
+                   ['--comm', 'report_tree']):
+        _, _, mine, theirs = both('report_tree', ['--sort', 'sym', *s_args],
                                   ['--no-children', '-g', 'none', '--sort', 'sym', *s_args], 1)
         compare(mine, theirs, ' '.join(s_args), fails)
         expect(set(k for k, v in mine.items() if v >= 2) == set(k for k, v in theirs.items()
@@ -606,11 +655,15 @@ def case_perf(ctx):
     pd, sd = data['report_tree']
     for fields, shape in (('comm,tid,time', r'^ {0,16}\S+ +\d+ +\d+\.\d{6}: $'),
                           ('tid,period', r'^ *\d+ +\d+ $'),
-                          ('ip,sym', r'^\t *[0-9a-f]+ \S+$'),
+                          ('ip,sym', r'^\t *[0-9a-f]+ \S+( \(inlined\))?$'),
                           ('ip,sym,symoff,dso', r'^\t *[0-9a-f]+ \S+\+0x[0-9a-f]+ \(\S+\)$')):
         mine = sfprof(ctx, ['script', '-i', sd, '-F', fields]).stdout.splitlines()
-        p = subprocess.run(['perf', 'script', '-i', pd, '-F', fields], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True, timeout=300)
+        for _ in range(4):
+            p = subprocess.run(['perf', 'script', '-i', pd, '-F', fields],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               timeout=300)
+            if p.returncode >= 0:
+                break
         theirs = p.stdout.splitlines()
         for who, lines in (('sfprof', mine), ('perf', theirs)):
             nonblank = [line for line in lines if line]

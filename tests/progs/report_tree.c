@@ -24,17 +24,35 @@
 #define SPIN 200000
 
 static volatile long sink;
+static unsigned long rng = 88172645463325252ul;
+
+/*
+ * How long one leaf call spins: drawn from one distribution for every call,
+ * so the shares stay 2:1:1 while the calls' lengths do not keep step with a
+ * sampling timer (a fixed length aliases with it and biases the shares).
+ */
+static long spin_count(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return SPIN / 2 + (long)(rng % SPIN);
+}
 
 NOIPA static long tree_leaf(long x)
 {
-	for (long i = 0; i < SPIN; i++)
+	long n = spin_count();
+
+	for (long i = 0; i < n; i++)
 		sink += x ^ i;
 	return sink;
 }
 
 NOIPA static long other_leaf(long x)
 {
-	for (long i = 0; i < SPIN; i++)
+	long n = spin_count();
+
+	for (long i = 0; i < n; i++)
 		sink += x ^ i;
 	return sink;
 }

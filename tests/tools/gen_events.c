@@ -12,7 +12,6 @@
 #define PID 4242
 #define MAP_START 0x7f0000000000ull
 #define MAX_FRAMES 256
-#define MAX_EVENTS 16
 
 static const char usage[] =
 	"usage: gen-events OUT < SCRIPT\n"

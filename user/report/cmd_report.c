@@ -689,8 +689,10 @@ static void print_section_header(struct report *r, uint32_t event, const struct 
 		printf(", %u Hz", meta->freq_hz);
 	else if (event && ev->freq_hz)
 		printf(", %u Hz", ev->freq_hz);
-	else if (event && ev->period)
+	else if (event && ev->period && !(ev->flags & PROFILE_EV_F_WEIGHT_NS))
 		printf(", a sample every %" PRIu64 " events", ev->period);
+	if (event && (ev->flags & PROFILE_EV_F_WEIGHT_NS))
+		printf("\n# Weights: nanoseconds (%.6f s in all)", weight / 1e9);
 	printf("\n# Processes: %" PRIu64 "\n", sec->processes);
 	if (sec->truncated)
 		printf("# Truncated stacks: %" PRIu64 " samples (%.2f%%) whose user stack ended early\n",
