@@ -572,7 +572,7 @@ def case_chains(ctx):
     for leaf in rt.CHAINS:
         expect(rep_sym.share(sym=f'[.] {leaf}') == rep.share(sym=f'[.] {leaf}'), fails,
                f'--sort sym: {leaf} differs from the default sort')
-    for bad in (['--sort', 'cpu'], ['--sort', 'sym,sym'], ['--sort', ''], ['--bogus'],
+    for bad in (['--sort', 'nosuchkey'], ['--sort', 'sym,sym'], ['--sort', ''], ['--bogus'],
                 ['extra-arg']):
         p = sfprof(ctx, ['report', '-i', out, *bad], check=False)
         expect(p.returncode == 2 and p.stderr.strip(), fails,

@@ -12,8 +12,8 @@
 #include "util/text.h"
 
 static const char usage[] =
-	"usage: sfprof script [-i FILE] [--debug-file-directory DIR]... [--no-debuginfod]\n"
-	"                     [--kallsyms FILE]\n"
+	"usage: sfprof script [-i FILE] [-F FIELDS] [--debug-file-directory DIR]...\n"
+	"                     [--no-debuginfod] [--kallsyms FILE]\n"
 	"\n"
 	"Print each sample of a profile (default sfprof.data) as `perf script` prints a\n"
 	"cpu-clock recording with call graphs, so that FlameGraph's stackcollapse-perf.pl\n"
@@ -24,7 +24,9 @@ static const char usage[] =
 	"  (a blank line)\n"
 	"\n"
 	"In a profile made from a trace (sfprof import), WEIGHT is nanoseconds of self\n"
-	"time and the event is wall-time.\n"
+	"time and the event is wall-time; an off-CPU sample (offcpu-time) weighs the\n"
+	"nanoseconds its thread was off the CPU. In a file of several events each\n"
+	"sample names its own, padded to the longest name as perf pads them.\n"
 	"\n"
 	"User addresses are module-relative (the ELF address), kernel ones absolute. An\n"
 	"address no symbol covers is named module+0xoffset, with no offset after it (as\n"
@@ -35,20 +37,91 @@ static const char usage[] =
 	"backslash as \\\\.\n"
 	"\n"
 	"  -i, --input FILE            the profile\n"
+	"  -F, --fields FIELDS         what to print, as perf script's -F: comma-separated\n"
+	"                              comm, tid, pid, time, cpu, event, period, ip, sym,\n"
+	"                              dso, symoff, srcline (the default: comm, pid, tid,\n"
+	"                              cpu, time, period, event, ip, sym, symoff, dso);\n"
+	"                              +FIELD and -FIELD add to or take from the default.\n"
+	"                              Without ip, one line per sample and no frames;\n"
+	"                              sym, dso, symoff and srcline need ip\n"
 	"      --debug-file-directory DIR\n"
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
 
-/*
- * The text of frame @f's line, made once per distinct frame: the name and
- * the module escaped (text.h), so that no name can start a line of its own.
- * A frame no symbol covers is named module+0xoffset, once: perf script puts
- * no offset after a name it did not find either.
- */
-static char *frame_line(const struct session_frame *f)
+enum field {
+	F_COMM, F_TID, F_PID, F_TIME, F_CPU, F_EVENT, F_PERIOD, F_IP, F_SYM, F_DSO, F_SYMOFF,
+	F_SRCLINE, NFIELDS
+};
+
+static const char *const field_names[NFIELDS] = {
+	"comm", "tid", "pid", "time", "cpu", "event", "period", "ip", "sym", "dso", "symoff",
+	"srcline",
+};
+
+#define F(x) (1u << (x))
+#define DEFAULT_FIELDS (F(F_COMM) | F(F_PID) | F(F_TID) | F(F_CPU) | F(F_TIME) | F(F_PERIOD) | \
+			F(F_EVENT) | F(F_IP) | F(F_SYM) | F(F_SYMOFF) | F(F_DSO))
+
+/* perf script's -F: a list, or +FIELD/-FIELD changes to the default. @return 0 or -EINVAL (said). */
+static int parse_fields(const char *arg, unsigned *fields)
 {
-	char name[320], off[24] = "", *line, *shown = NULL, *mod = NULL;
+	char *copy = strdup(arg), *tok, *save = NULL;
+	bool change = arg[0] == '+' || arg[0] == '-';
+	unsigned f = change ? *fields : 0;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char sign = change ? tok[0] : 0;
+		size_t k;
+
+		if (change && sign != '+' && sign != '-') {
+			fprintf(stderr, "sfprof script: -F: '%s': with +FIELD or -FIELD, every field "
+				"needs its sign\n", tok);
+			err = -EINVAL;
+			break;
+		}
+		for (k = 0; k < NFIELDS && strcmp(tok + !!sign, field_names[k]); k++)
+			;
+		if (k == NFIELDS) {
+			fprintf(stderr, "sfprof script: -F: unknown field '%s' (fields: comm, tid, "
+				"pid, time, cpu, event, period, ip, sym, dso, symoff, srcline)\n",
+				tok + !!sign);
+			err = -EINVAL;
+			break;
+		}
+		if (sign == '-')
+			f &= ~F(k);
+		else
+			f |= F(k);
+	}
+	free(copy);
+	if (!err && !f) {
+		fprintf(stderr, "sfprof script: -F: no field left to print\n");
+		err = -EINVAL;
+	}
+	if (!err && !(f & F(F_IP)) && (f & (F(F_SYM) | F(F_DSO) | F(F_SYMOFF) | F(F_SRCLINE)))) {
+		/* as perf: the frames' names are printed with their addresses */
+		fprintf(stderr, "sfprof script: -F: sym, dso, symoff and srcline are printed with "
+			"the frames: they need ip\n");
+		err = -EINVAL;
+	}
+	*fields = f;
+	return err;
+}
+
+/*
+ * The text of frame @f's line with @fields, made once per distinct frame:
+ * the name and the module escaped (text.h), so that no name can start a
+ * line of its own. A frame no symbol covers is named module+0xoffset, once:
+ * perf script puts no offset after a name it did not find either.
+ */
+static char *frame_line(const struct session_frame *f, unsigned fields)
+{
+	char name[320], off[24] = "", addr[24] = "", *line, *shown = NULL, *mod = NULL;
+	char src[280] = "";
 	int n = -1;
 
 	if (f->omitted) {
@@ -56,44 +129,118 @@ static char *frame_line(const struct session_frame *f)
 			     f->omitted);
 		return n < 0 ? NULL : line;
 	}
-	if (f->sym)
+	if (f->sym && (fields & F(F_SYMOFF)))
 		snprintf(off, sizeof(off), "+0x%" PRIx64, f->offset);
+	snprintf(addr, sizeof(addr), "%16" PRIx64, f->kernel || !f->module ? f->addr : f->rel);
+	if ((fields & F(F_SRCLINE)) && f->file && f->line) {
+		const char *base = strrchr(f->file, '/');
+		char *esc = text_dup(base ? base + 1 : f->file, 0);
+
+		if (!esc)
+			return NULL;
+		snprintf(src, sizeof(src), "\n  %s:%u", esc, f->line);
+		free(esc);
+	}
 	shown = text_dup(session_frame_name(f, name, sizeof(name)), 0);
 	mod = text_dup(f->kernel ? "[kernel.kallsyms]" : f->dso_path ? f->dso_path
 					 : f->dso ? f->dso : "[unknown]", 0);
 	if (shown && mod)
-		n = asprintf(&line, "\t%16" PRIx64 " %s%s (%s)\n",
-			     f->kernel || !f->module ? f->addr : f->rel, shown, off, mod);
+		n = asprintf(&line, "\t%s%s%s%s%s%s%s\n", addr,
+			     fields & (F(F_SYM) | F(F_SYMOFF)) ? " " : "",
+			     fields & (F(F_SYM) | F(F_SYMOFF)) ? shown : "", off,
+			     fields & F(F_DSO) ? " (" : "", fields & F(F_DSO) ? mod : "",
+			     fields & F(F_DSO) ? ")" : "");
+	if (n >= 0 && *src) {
+		/* perf puts the source line under the frame's line */
+		char *with;
+
+		line[n - 1] = 0;
+		n = asprintf(&with, "%s%s\n", line, src);
+		free(line);
+		line = with;
+	}
 	free(shown);
 	free(mod);
 	return n < 0 ? NULL : line;
 }
 
-static int print_samples(struct session *s)
+/* A sample's first line, as perf script's perf_sample__fprintf_start() and process_event(). */
+static void print_head(struct session *s, const struct session_sample *smp, unsigned fields,
+		       int name_width)
 {
+	const struct session_event *ev = session__event(s, smp->event);
 	/* an imported trace: the weight is ns of self time, the event wall time */
-	const char *event = session__meta(s)->flags & PROFILE_F_WALL_NS ? "wall-time" : "cpu-clock";
-	size_t nframes = session__nframes(s), nsamples = session__nsamples(s);
-	char **lines = calloc(nframes ? nframes : 1, sizeof(*lines));
-	int err = 0;
+	const char *event = ev->name ? ev->name : "?";
 
-	if (!lines)
-		return -ENOMEM;
-	for (size_t i = 0; i < nsamples && !err; i++) {
-		const struct session_sample *smp = session__sample(s, i);
-		const struct session_stack *st = session__stack(s, smp->stack);
+	if (fields & F(F_COMM)) {
+		char *comm = text_dup(smp->comm ? smp->comm : ":-1", 0);
+
+		/* perf pads the name when no frames follow */
+		printf(fields & F(F_IP) ? "%s " : "%16s ", comm ? comm : "?");
+		free(comm);
+	}
+	if ((fields & F(F_PID)) && (fields & F(F_TID)))
+		printf("%5u/%-5u ", smp->pid, smp->tid);
+	else if (fields & F(F_PID))
+		printf("%5u ", smp->pid);
+	else if (fields & F(F_TID))
+		printf("%5u ", smp->tid);
+	if (fields & F(F_CPU))
+		printf("[%03u] ", smp->cpu);
+	if (fields & F(F_TIME)) {
 		uint64_t usecs = smp->time_ns / 1000;
 		char time[32];
 
 		snprintf(time, sizeof(time), "%" PRIu64 ".%06" PRIu64, usecs / 1000000,
 			 usecs % 1000000);
-		text_put(stdout, smp->comm ? smp->comm : ":-1", 0);
-		printf(" %5u/%-5u [%03u] %12s: %10u %s: \n", smp->pid, smp->tid, smp->cpu, time,
-		       smp->weight, event);
+		printf("%12s: ", time);
+	}
+	if (fields & F(F_PERIOD))
+		printf("%10u ", smp->weight);
+	if (fields & F(F_EVENT)) {
+		char *name = text_dup(event, 0);
+
+		printf("%*s: ", name_width, name ? name : "?");
+		free(name);
+	}
+}
+
+static int print_samples(struct session *s, unsigned fields)
+{
+	size_t nframes = session__nframes(s), nsamples = session__nsamples(s);
+	char **lines = calloc(nframes ? nframes : 1, sizeof(*lines));
+	int err = 0, name_width = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	/* perf pads event names to the longest of the file's */
+	for (size_t e = 0; e < session__nevents(s); e++) {
+		const char *name = session__event(s, e)->name;
+		int w = name ? (int)text_width(name, 0) : 1;
+
+		if (e == 0 && session__nevents(s) > 1) {
+			bool used = false;
+
+			for (size_t i = 0; i < nsamples && !used; i++)
+				used = !session__sample(s, i)->event;
+			if (!used)
+				continue;
+		}
+		if (w > name_width)
+			name_width = w;
+	}
+	for (size_t i = 0; i < nsamples && !err; i++) {
+		const struct session_sample *smp = session__sample(s, i);
+		const struct session_stack *st = session__stack(s, smp->stack);
+
+		print_head(s, smp, fields, name_width);
+		putchar('\n');
+		if (!(fields & F(F_IP)))
+			continue;
 		for (uint32_t j = 0; j < st->count; j++) {
 			uint32_t fi = st->frames[j];
 
-			if (!lines[fi] && !(lines[fi] = frame_line(session__frame(s, fi)))) {
+			if (!lines[fi] && !(lines[fi] = frame_line(session__frame(s, fi), fields))) {
 				err = -ENOMEM;
 				break;
 			}
@@ -111,6 +258,7 @@ int cmd_script(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
+		{ "fields", required_argument, NULL, 'F' },
 		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -122,6 +270,7 @@ int cmd_script(int argc, char **argv)
 	struct session *s;
 	const char **dirs;
 	bool damaged;
+	unsigned fields = DEFAULT_FIELDS;
 	int c, err, ret = 1;
 
 	dirs = calloc(argc, sizeof(*dirs));
@@ -129,10 +278,18 @@ int cmd_script(int argc, char **argv)
 		fprintf(stderr, "sfprof script: out of memory\n");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:F:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			path = optarg;
+			break;
+		case 'F':
+			if ((err = parse_fields(optarg, &fields))) {
+				if (err == -ENOMEM)
+					fprintf(stderr, "sfprof script: out of memory\n");
+				free(dirs);
+				return 2;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -151,7 +308,7 @@ int cmd_script(int argc, char **argv)
 		free(dirs);
 		return 2;
 	}
-	sopts.sym.no_lines = true;
+	sopts.sym.no_lines = !(fields & F(F_SRCLINE));
 	s = session__open(path, &sopts, &diag);
 	if (!s) {
 		fprintf(stderr, "sfprof script: %s\n", diag.reason);
@@ -160,7 +317,7 @@ int cmd_script(int argc, char **argv)
 	}
 	damaged = profile_print_notices(path, session__status(s));
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	if ((err = print_samples(s)))
+	if ((err = print_samples(s, fields)))
 		fprintf(stderr, "sfprof script: %s: %s\n", path, strerror(-err));
 	else if (fflush(stdout) || ferror(stdout))
 		fprintf(stderr, "sfprof script: writing: %s\n", strerror(errno));
