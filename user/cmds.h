@@ -13,6 +13,7 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
 

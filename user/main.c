@@ -14,6 +14,7 @@ static const struct cmd {
 	{ "report", cmd_report, "where the samples were: shares per command, module and symbol" },
 	{ "script", cmd_script, "every sample and its stack, in the text of perf script" },
 	{ "export", cmd_export, "the profile for other tools: markup, collapsed, pprof, svg" },
+	{ "diff", cmd_diff, "compare two profiles: per-symbol baseline and delta, as perf diff" },
 	{ "import", cmd_import, "make a profile from another tool's trace: xray" },
 	{ "dump", cmd_dump, "print every record of a profile file" },
 	{ "xray", cmd_xray, "look into an XRay trace: dump" },
