@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Symbolizer: binaries and debug files found by build ID, demangled names, DWARF lines, kallsyms. */
+#include <dwarf.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -29,6 +30,19 @@ struct sym_module {
 	Dwarf *dwarf;
 	bool dwarf_tried;
 	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
+	struct label *labels;	/* code labels and function starts, by address; read on first use */
+	size_t nlabels;
+	bool labels_read;
+};
+
+/*
+ * A symbol for the lookups the function table cannot answer: untyped code
+ * labels (ld.so's _start is STT_NOTYPE of size 0), which perf names code
+ * by, and the function starts that end them.
+ */
+struct label {
+	uint64_t addr, end;	/* end: the section's end */
+	char *name;		/* NULL: a function start, only bounding the label before it */
 };
 
 struct ksym {
@@ -62,6 +76,9 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 
 static void module_free(struct sym_module *m)
 {
+	for (size_t i = 0; i < m->nlabels; i++)
+		free(m->labels[i].name);
+	free(m->labels);
 	sfu_module__put(m->bin);
 	sfu_module__put(m->dbg);
 	if (m->dwarf)
@@ -269,20 +286,36 @@ char *symbolizer__demangle(const char *name)
 	return dm;
 }
 
-/* The demangled (or plain) name of the symbol starting at @start, cached. */
+static const char *dwarf_func_name(struct sym_module *m, uint64_t start);
+
+/*
+ * The name shown for the symbol starting at @start, cached: demangled; a
+ * versioned name of the symbol table (__libc_start_main@@GLIBC_2.34, an
+ * alias glibc's .symver makes of __libc_start_main_impl) is replaced by the
+ * function's DWARF name when there is DWARF, as perf's output names such a
+ * frame (its DWARF-based inline lookup reports the subprogram, and that
+ * line stands for the frame); without DWARF it stays.
+ */
 static const char *display_name(struct sym_module *m, uint64_t start, const char *raw)
 {
+	bool versioned = strchr(raw, '@') != NULL;
 	uint64_t *slot;
 	char *dm;
 
-	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
+	if (!versioned && strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
 		return raw;
 	if ((!m->names && !(m->names = hmap__new(HMAP_U64))) ||
 	    hmap__entry_u64(m->names, start, &slot))
 		return raw;
 	if (*slot)
 		return (const char *)(uintptr_t)*slot;
-	dm = symbolizer__demangle(raw);
+	if (versioned) {
+		const char *dw = dwarf_func_name(m, start);
+
+		dm = dw && *dw ? strdup(dw) : NULL;
+	} else {
+		dm = symbolizer__demangle(raw);
+	}
 	if (!dm && !(dm = strdup(raw))) {
 		hmap__delete_u64(m->names, start, NULL);
 		return raw;
@@ -291,20 +324,27 @@ static const char *display_name(struct sym_module *m, uint64_t start, const char
 	return dm;
 }
 
+/* Open the module's DWARF (the debug file's, else the binary's) on first use. */
+static void module_dwarf(struct sym_module *m)
+{
+	const char *path;
+
+	if (m->dwarf_tried)
+		return;
+	m->dwarf_tried = true;
+	path = sfu_module__path(m->dbg ? m->dbg : m->bin);
+	m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (m->dwarf_fd >= 0)
+		m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
+}
+
 static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *out)
 {
 	Dwarf_Die cu;
 	Dwarf_Line *line;
 	int lineno;
 
-	if (!m->dwarf_tried) {
-		const char *path = sfu_module__path(m->dbg ? m->dbg : m->bin);
-
-		m->dwarf_tried = true;
-		m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (m->dwarf_fd >= 0)
-			m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
-	}
+	module_dwarf(m);
 	if (!m->dwarf || !dwarf_addrdie(m->dwarf, vaddr, &cu) ||
 	    !(line = dwarf_getsrc_die(&cu, vaddr)))
 		return;
@@ -344,6 +384,153 @@ int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out);
 
+static int label_cmp(const void *a, const void *b)
+{
+	const struct label *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* a function start first: at one address the function names the code */
+	return !x->name == !y->name ? 0 : !x->name ? -1 : 1;
+}
+
+/*
+ * Add the code labels and function starts of one ELF file's symbol tables,
+ * as perf's symbol loader takes labels: STT_NOTYPE, named, defined in an
+ * executable section, not hidden or internal.
+ */
+static int read_labels(struct sym_module *m, const char *path, size_t *cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	Elf_Scn *scn = NULL;
+	size_t shnum;
+	Elf *elf;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_getshdrnum(elf, &shnum))
+		goto out;
+	while (!err && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Shdr shdr;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &shdr) || (shdr.sh_type != SHT_SYMTAB &&
+						   shdr.sh_type != SHT_DYNSYM) ||
+		    !shdr.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		n = data->d_size / shdr.sh_entsize;
+		for (size_t i = 1; i < n; i++) {
+			int type, vis;
+			const char *name;
+			GElf_Shdr sec;
+			GElf_Sym sym;
+			Elf_Scn *in;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum)
+				continue;
+			type = GELF_ST_TYPE(sym.st_info);
+			vis = GELF_ST_VISIBILITY(sym.st_other);
+			if (type != STT_NOTYPE && type != STT_FUNC && type != STT_GNU_IFUNC)
+				continue;
+			if (!(in = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(in, &sec) ||
+			    !(sec.sh_flags & SHF_EXECINSTR) || sym.st_value < sec.sh_addr ||
+			    sym.st_value >= sec.sh_addr + sec.sh_size)
+				continue;
+			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (type == STT_NOTYPE && (!name || !*name || vis == STV_HIDDEN ||
+						   vis == STV_INTERNAL))
+				continue;
+			if (VEC_RESERVE(m->labels, *cap, m->nlabels + 1, 256)) {
+				err = -ENOMEM;
+				break;
+			}
+			m->labels[m->nlabels] = (struct label){ sym.st_value, sec.sh_addr + sec.sh_size,
+								NULL };
+			if (type == STT_NOTYPE && !(m->labels[m->nlabels].name = strdup(name))) {
+				err = -ENOMEM;
+				break;
+			}
+			m->nlabels++;
+		}
+	}
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/*
+ * The code label holding ELF address @vaddr, for an address no function
+ * symbol covers: the last label or function start at or before it, if a
+ * label, up to the next one or its section's end, as perf's symbols__fixup_end
+ * extends a symbol of size 0. @return the label's name, or NULL.
+ */
+static const char *label_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+{
+	size_t lo = 0, hi, cap = 0;
+
+	if (!m->labels_read) {
+		m->labels_read = true;
+		if ((m->dbg && read_labels(m, sfu_module__path(m->dbg), &cap)) ||
+		    (m->bin && m->bin != m->dbg && read_labels(m, sfu_module__path(m->bin), &cap)))
+			return NULL;	/* what was read so far still serves */
+		if (m->nlabels)
+			qsort(m->labels, m->nlabels, sizeof(*m->labels), label_cmp);
+	}
+	hi = m->nlabels;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->labels[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* the symbols at that address: a function start among them bounds, never names */
+	hi = lo;
+	while (lo > 1 && m->labels[lo - 2].addr == m->labels[hi - 1].addr)
+		lo--;
+	if (!m->labels[lo - 1].name || vaddr >= m->labels[lo - 1].end ||
+	    (hi < m->nlabels && vaddr >= m->labels[hi].addr))
+		return NULL;
+	*offset = vaddr - m->labels[lo - 1].addr;
+	return m->labels[lo - 1].name;
+}
+
+/*
+ * The DWARF name of the function starting at @start: the outermost
+ * subprogram holding it, through its abstract origin. @return NULL when
+ * there is no DWARF or no such subprogram.
+ */
+static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	const char *name = NULL;
+	int n;
+
+	module_dwarf(m);
+	if (!m->dwarf || !dwarf_addrdie(m->dwarf, start, &cu))
+		return NULL;
+	n = dwarf_getscopes(&cu, start, &scopes);
+	for (int i = n - 1; i >= 0; i--) {
+		Dwarf_Attribute attr;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+			continue;
+		if (dwarf_attr_integrate(&scopes[i], DW_AT_name, &attr))
+			name = dwarf_formstring(&attr);
+		break;
+	}
+	free(scopes);
+	return name;
+}
+
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
 			       const struct sym_mapping *map, bool is_ra, struct sym_info *out)
 {
@@ -367,7 +554,8 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 	/* a return address may follow a call to a noreturn function at the end of its caller */
 	look = is_ra && vaddr ? vaddr - 1 : vaddr;
 	if ((!m->dbg || sfu_module__symbolize(m->dbg, look, &name, &off)) &&
-	    sfu_module__symbolize(m->bin, look, &name, &off))
+	    sfu_module__symbolize(m->bin, look, &name, &off) &&
+	    !(name = label_lookup(m, look, &off)))
 		return false;
 	out->offset = off + (vaddr - look);
 	out->name = display_name(m, look - off, name);
