@@ -391,7 +391,9 @@ static int label_cmp(const void *a, const void *b)
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	/* a function start first: at one address the function names the code */
-	return !x->name == !y->name ? 0 : !x->name ? -1 : 1;
+	if (!x->name || !y->name)
+		return !x->name == !y->name ? 0 : !x->name ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 /*
