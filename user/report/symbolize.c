@@ -506,31 +506,28 @@ static const char *label_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *
 }
 
 /*
- * The DWARF name of the function starting at @start: the outermost
- * subprogram holding it, through its abstract origin. @return NULL when
- * there is no DWARF or no such subprogram.
+ * The DWARF name of the function starting at @start: the subprogram of its
+ * compilation unit whose ranges hold it, through its abstract origin (not
+ * dwarf_getscopes(), which gives an inlined callee's abstract scopes instead
+ * of the function it was inlined into). @return NULL when there is no DWARF
+ * or no such subprogram.
  */
 static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
 {
-	Dwarf_Die cu, *scopes = NULL;
-	const char *name = NULL;
-	int n;
+	Dwarf_Die cu, die;
+	int more;
 
 	module_dwarf(m);
-	if (!m->dwarf || !dwarf_addrdie(m->dwarf, start, &cu))
+	if (!m->dwarf || !dwarf_addrdie(m->dwarf, start, &cu) || dwarf_child(&cu, &die))
 		return NULL;
-	n = dwarf_getscopes(&cu, start, &scopes);
-	for (int i = n - 1; i >= 0; i--) {
+	for (more = 0; !more; more = dwarf_siblingof(&die, &die)) {
 		Dwarf_Attribute attr;
 
-		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
-			continue;
-		if (dwarf_attr_integrate(&scopes[i], DW_AT_name, &attr))
-			name = dwarf_formstring(&attr);
-		break;
+		if (dwarf_tag(&die) == DW_TAG_subprogram && dwarf_haspc(&die, start) > 0)
+			return dwarf_attr_integrate(&die, DW_AT_name, &attr) ?
+			       dwarf_formstring(&attr) : NULL;
 	}
-	free(scopes);
-	return name;
+	return NULL;
 }
 
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
