@@ -32,6 +32,12 @@ Each --case records real programs with `sfprof record`:
            stackcollapse.py folds the same samples printed as perf script
            prints them ([unknown]), and --keep-addresses does not. perf
            itself, when it can record here, names the same frames the same.
+  aliases  tests/progs/aliases.c: one function under four names (static
+           spin_impl, global spin_work and __spin_work, weak spin_weak):
+           without DWARF the frames are named spin_work, as perf's loader
+           chooses (choose_best_symbol, computed here from readelf); with
+           -g, spin_impl, the function binutils addr2line names (what perf
+           shows).
 
 Every check is also run against a deliberately wrong expectation and must fail.
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
@@ -565,7 +571,62 @@ def case_naming(ctx):
     raise_fails(fails)
 
 
-CASES = {'diff': case_diff, 'svgdiff': case_svgdiff, 'naming': case_naming}
+# --- aliases: the name perf keeps among several at one address ---
+
+_READELF_SYM = re.compile(r'^\s*\d+:\s+([0-9a-f]+)\s+(\d+)\s+(FUNC|IFUNC)\s+(\S+)\s+\S+\s+\d+\s+(\S+)')
+
+
+def perf_choice(path, vaddr):
+    """The alias perf's loader keeps at @vaddr (choose_best_symbol over .symtab, as readelf
+    lists it): sized, not weak, global, fewest leading underscores, longest, then by name."""
+    out = subprocess.run(['readelf', '-sW', path], stdout=subprocess.PIPE, text=True).stdout
+    table = out.split("Symbol table '.symtab'", 1)[-1]
+    cands = [(int(m.group(2)), m.group(4), m.group(5)) for m in
+             (_READELF_SYM.match(line) for line in table.splitlines())
+             if m and int(m.group(1), 16) == vaddr]
+    if not cands:
+        return None
+    return min(cands, key=lambda c: (c[0] == 0, c[1] == 'WEAK', c[1] != 'GLOBAL',
+                                     len(c[2]) - len(c[2].lstrip('_')), -len(c[2]), c[2]))[2]
+
+
+def check_alias(frames, prog, want, what):
+    fails = []
+    names = Counter(name for _, name, _, mod, ra in frames if mod == prog and not ra)
+    log(f'{what}: frame 0 in {os.path.basename(prog)}: {dict(names)}')
+    expect(names.get(want, 0) >= 100, fails, f'{what}: {names.get(want, 0)} samples named '
+           f'{want}, want 100 or more')
+    others = {n for n in names if n != want and n.rstrip('_').endswith('spin_work')}
+    expect(not others, fails, f'{what}: also named {others}')
+    return fails
+
+
+def case_aliases(ctx):
+    fails = []
+    for debug in (False, True):
+        what = 'with DWARF' if debug else 'symbols only'
+        prog = ctx.compile('aliases.c', 'aliases-g' if debug else 'aliases',
+                           extra=['-g'] if debug else [])
+        data = ctx.path(os.path.basename(prog) + '.data')
+        report_test.record(ctx, [prog, '1500000000'], data)
+        frames = script_frames(sfprof(ctx, ['script', '-i', data]).stdout)
+        addr = subprocess.run(['nm', prog], stdout=subprocess.PIPE, text=True).stdout
+        start = int(re.search(r'^([0-9a-f]+) T spin_work$', addr, re.M).group(1), 16)
+        if debug:
+            want = addr2line(prog, start)       # what perf's output shows with DWARF
+        else:
+            want = perf_choice(prog, start)
+        log(f'{what}: the function at {start:#x} is {want} (perf\'s rule)')
+        expect(want == ('spin_impl' if debug else 'spin_work'), fails,
+               f'{what}: the oracle says {want}')
+        fails += check_alias(frames, prog, want, what)
+        must_fail(check_alias(frames, prog, '__spin_work', f'{what}, by name order'),
+                  'the first name in byte order')
+    raise_fails(fails)
+
+
+CASES = {'diff': case_diff, 'svgdiff': case_svgdiff, 'naming': case_naming,
+         'aliases': case_aliases}
 
 
 def main():

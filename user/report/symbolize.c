@@ -30,19 +30,24 @@ struct sym_module {
 	Dwarf *dwarf;
 	bool dwarf_tried;
 	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
-	struct label *labels;	/* code labels and function starts, by address; read on first use */
-	size_t nlabels;
-	bool labels_read;
+	struct elf_sym *syms;	/* functions and code labels, by address; read on first use */
+	size_t nsyms;
+	bool syms_read;
+	Elf *sym_elf[2];	/* the files their names are in, kept open: debug file, binary */
+	int sym_fd[2];
 };
 
 /*
- * A symbol for the lookups the function table cannot answer: untyped code
- * labels (ld.so's _start is STT_NOTYPE of size 0), which perf names code
- * by, and the function starts that end them.
+ * A symbol as perf's loader takes it, for what the function table cannot
+ * answer: the aliases of one address, to choose among as perf does, and
+ * untyped code labels (ld.so's _start is STT_NOTYPE of size 0).
  */
-struct label {
-	uint64_t addr, end;	/* end: the section's end */
-	char *name;		/* NULL: a function start, only bounding the label before it */
+struct elf_sym {
+	uint64_t addr, size;
+	uint64_t sec_end;	/* the end of its section */
+	const char *name;	/* in a string table of sym_elf[] */
+	bool label;		/* STT_NOTYPE */
+	uint8_t bind;		/* STB_* */
 };
 
 struct ksym {
@@ -76,9 +81,13 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 
 static void module_free(struct sym_module *m)
 {
-	for (size_t i = 0; i < m->nlabels; i++)
-		free(m->labels[i].name);
-	free(m->labels);
+	free(m->syms);
+	for (int i = 0; i < 2; i++) {
+		if (m->sym_elf[i])
+			elf_end(m->sym_elf[i]);
+		if (m->sym_fd[i] >= 0)
+			close(m->sym_fd[i]);
+	}
 	sfu_module__put(m->bin);
 	sfu_module__put(m->dbg);
 	if (m->dwarf)
@@ -237,6 +246,7 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 		return NULL;
 	}
 	m->dwarf_fd = -1;
+	m->sym_fd[0] = m->sym_fd[1] = -1;
 	memcpy(m->build_id, build_id, build_id_len);
 	m->build_id_len = build_id_len;
 	slash = strrchr(m->path, '/');
@@ -287,36 +297,40 @@ char *symbolizer__demangle(const char *name)
 }
 
 static const char *dwarf_func_name(struct sym_module *m, uint64_t start);
+static const char *best_alias(struct sym_module *m, uint64_t start);
 
 /*
- * The name shown for the symbol starting at @start, cached: demangled; a
- * versioned name of the symbol table (__libc_start_main@@GLIBC_2.34, an
- * alias glibc's .symver makes of __libc_start_main_impl) is replaced by the
- * function's DWARF name when there is DWARF, as perf's output names such a
- * frame (its DWARF-based inline lookup reports the subprogram, and that
- * line stands for the frame); without DWARF it stays.
+ * The name shown for the function starting at @start, cached, as perf's
+ * output names it. One symbol there: its name, demangled. Several (aliases:
+ * glibc's .symver makes __libc_start_main@@GLIBC_2.34 and
+ * __libc_start_main@GLIBC_2.2.5 of __libc_start_main_impl), or a versioned
+ * name: the function's DWARF name when there is DWARF (perf's default output
+ * shows the function addr2line finds where it differs from the symbol's),
+ * else the alias perf's loader keeps (choose_best_symbol(): sized, not
+ * weak, global, fewest leading underscores, longest).
  */
 static const char *display_name(struct sym_module *m, uint64_t start, const char *raw)
 {
-	bool versioned = strchr(raw, '@') != NULL;
+	bool mangled = !strncmp(raw, "_Z", 2) || !strncmp(raw, "_R", 2);
+	const char *alias = best_alias(m, start), *name = raw;
 	uint64_t *slot;
-	char *dm;
+	char *dm = NULL;
 
-	if (!versioned && strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
+	if (!alias && !strchr(raw, '@') && !mangled)
 		return raw;
 	if ((!m->names && !(m->names = hmap__new(HMAP_U64))) ||
 	    hmap__entry_u64(m->names, start, &slot))
 		return raw;
 	if (*slot)
 		return (const char *)(uintptr_t)*slot;
-	if (versioned) {
+	if (alias || strchr(raw, '@')) {
 		const char *dw = dwarf_func_name(m, start);
 
-		dm = dw && *dw ? strdup(dw) : NULL;
-	} else {
-		dm = symbolizer__demangle(raw);
+		name = dw && *dw ? dw : alias ? alias : raw;
 	}
-	if (!dm && !(dm = strdup(raw))) {
+	if (!(dm = symbolizer__demangle(name)))
+		dm = strdup(name);
+	if (!dm) {
 		hmap__delete_u64(m->names, start, NULL);
 		return raw;
 	}
@@ -384,43 +398,50 @@ int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out);
 
-static int label_cmp(const void *a, const void *b)
+static int elf_sym_cmp(const void *a, const void *b)
 {
-	const struct label *x = a, *y = b;
+	const struct elf_sym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* a function start first: at one address the function names the code */
-	if (!x->name || !y->name)
-		return !x->name == !y->name ? 0 : !x->name ? -1 : 1;
+	/* functions first: at one address a function names the code, not a label */
+	if (x->label != y->label)
+		return x->label ? 1 : -1;
 	return strcmp(x->name, y->name);
 }
 
 /*
- * Add the code labels and function starts of one ELF file's symbol tables,
- * as perf's symbol loader takes labels: STT_NOTYPE, named, defined in an
- * executable section, not hidden or internal.
+ * Add the functions and code labels of ELF file @path's symbol table (slot
+ * @slot of sym_elf[], kept open for the names), as perf's loader takes
+ * them: labels are STT_NOTYPE, named, in an executable section, not hidden
+ * or internal. @return 0 or -ENOMEM (what was added stays).
  */
-static int read_labels(struct sym_module *m, const char *path, size_t *cap)
+static int read_syms(struct sym_module *m, int slot, const char *path, size_t *cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	uint32_t type = SHT_DYNSYM;
 	Elf_Scn *scn = NULL;
 	size_t shnum;
 	Elf *elf;
 
-	if (fd < 0)
+	if ((m->sym_fd[slot] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = m->sym_elf[slot] = elf_begin(m->sym_fd[slot], ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_getshdrnum(elf, &shnum))
-		goto out;
-	while (!err && (scn = elf_nextscn(elf, scn))) {
+		return 0;
+	/* one table, as perf loads one: .symtab, else .dynsym (a debug file's is NOBITS) */
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+			type = SHT_SYMTAB;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
 		Elf_Data *data;
 		GElf_Shdr shdr;
 		size_t n;
 
-		if (!gelf_getshdr(scn, &shdr) || (shdr.sh_type != SHT_SYMTAB &&
-						   shdr.sh_type != SHT_DYNSYM) ||
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type ||
 		    !shdr.sh_entsize || !(data = elf_getdata(scn, NULL)))
 			continue;
 		n = data->d_size / shdr.sh_entsize;
@@ -432,7 +453,7 @@ static int read_labels(struct sym_module *m, const char *path, size_t *cap)
 			Elf_Scn *in;
 
 			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum)
+			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum || !sym.st_value)
 				continue;
 			type = GELF_ST_TYPE(sym.st_info);
 			vis = GELF_ST_VISIBILITY(sym.st_other);
@@ -440,69 +461,126 @@ static int read_labels(struct sym_module *m, const char *path, size_t *cap)
 				continue;
 			if (!(in = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(in, &sec) ||
 			    !(sec.sh_flags & SHF_EXECINSTR) || sym.st_value < sec.sh_addr ||
-			    sym.st_value >= sec.sh_addr + sec.sh_size)
+			    sym.st_value - sec.sh_addr >= sec.sh_size)
 				continue;
 			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			if (type == STT_NOTYPE && (!name || !*name || vis == STV_HIDDEN ||
-						   vis == STV_INTERNAL))
+			if (!name || !*name ||
+			    (type == STT_NOTYPE && (vis == STV_HIDDEN || vis == STV_INTERNAL)))
 				continue;
-			if (VEC_RESERVE(m->labels, *cap, m->nlabels + 1, 256)) {
-				err = -ENOMEM;
-				break;
-			}
-			m->labels[m->nlabels] = (struct label){ sym.st_value, sec.sh_addr + sec.sh_size,
-								NULL };
-			if (type == STT_NOTYPE && !(m->labels[m->nlabels].name = strdup(name))) {
-				err = -ENOMEM;
-				break;
-			}
-			m->nlabels++;
+			if (VEC_RESERVE(m->syms, *cap, m->nsyms + 1, 256))
+				return -ENOMEM;
+			m->syms[m->nsyms++] = (struct elf_sym){
+				.addr = sym.st_value, .size = sym.st_size,
+				.sec_end = sec.sh_addr + sec.sh_size, .name = name,
+				.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
+			};
 		}
 	}
-out:
-	elf_end(elf);
-	close(fd);
-	return err;
+	return 0;
 }
 
-/*
- * The code label holding ELF address @vaddr, for an address no function
- * symbol covers: the last label or function start at or before it, if a
- * label, up to the next one or its section's end, as perf's symbols__fixup_end
- * extends a symbol of size 0. @return the label's name, or NULL.
- */
-static const char *label_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+/* The module's symbols, read on first use: the debug file's, else the binary's (perf's choice). */
+static void module_syms(struct sym_module *m)
 {
-	size_t lo = 0, hi, cap = 0;
+	size_t cap = 0;
 
-	if (!m->labels_read) {
-		m->labels_read = true;
-		if ((m->dbg && read_labels(m, sfu_module__path(m->dbg), &cap)) ||
-		    (m->bin && m->bin != m->dbg && read_labels(m, sfu_module__path(m->bin), &cap)))
-			return NULL;	/* what was read so far still serves */
-		if (m->nlabels)
-			qsort(m->labels, m->nlabels, sizeof(*m->labels), label_cmp);
-	}
-	hi = m->nlabels;
+	if (m->syms_read)
+		return;
+	m->syms_read = true;
+	if (m->dbg)
+		read_syms(m, 0, sfu_module__path(m->dbg), &cap);
+	if (!m->nsyms && m->bin && m->bin != m->dbg)
+		read_syms(m, 1, sfu_module__path(m->bin), &cap);
+	if (m->nsyms)
+		qsort(m->syms, m->nsyms, sizeof(*m->syms), elf_sym_cmp);
+}
+
+/* The index of the first symbol at an address past @vaddr. */
+static size_t syms_after(const struct sym_module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi = m->nsyms;
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (m->labels[mid].addr <= vaddr)
+		if (m->syms[mid].addr <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo)
+	return lo;
+}
+
+/*
+ * The code label holding ELF address @vaddr, for an address no function
+ * symbol covers: the first symbol at the last address at or before it, if
+ * a label, up to the next symbol or its section's end, as perf's
+ * symbols__fixup_end extends a symbol of size 0. @return its name, or NULL.
+ */
+static const char *label_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+{
+	size_t lo, hi;
+
+	module_syms(m);
+	hi = syms_after(m, vaddr);
+	if (!hi)
 		return NULL;
-	/* the symbols at that address: a function start among them bounds, never names */
-	hi = lo;
-	while (lo > 1 && m->labels[lo - 2].addr == m->labels[hi - 1].addr)
-		lo--;
-	if (!m->labels[lo - 1].name || vaddr >= m->labels[lo - 1].end ||
-	    (hi < m->nlabels && vaddr >= m->labels[hi].addr))
+	for (lo = hi - 1; lo && m->syms[lo - 1].addr == m->syms[hi - 1].addr; lo--)
+		;
+	if (!m->syms[lo].label || vaddr >= m->syms[lo].sec_end ||
+	    (hi < m->nsyms && vaddr >= m->syms[hi].addr))
 		return NULL;
-	*offset = vaddr - m->labels[lo - 1].addr;
-	return m->labels[lo - 1].name;
+	*offset = vaddr - m->syms[lo].addr;
+	return m->syms[lo].name;
+}
+
+/* perf's choose_best_symbol(): whether @a is a better name than @b for their address. */
+static bool better_alias(const struct elf_sym *a, const struct elf_sym *b)
+{
+	size_t ua = strspn(a->name, "_"), ub = strspn(b->name, "_"), la, lb;
+
+	if (!a->size != !b->size)
+		return a->size;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return b->bind == STB_WEAK;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL;
+	if (ua != ub)
+		return ua < ub;
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la > lb;
+	/* perf keeps the first of its tree here; a fixed order instead */
+	return strcmp(a->name, b->name) < 0;
+}
+
+/*
+ * The name perf's loader keeps for the function at @start when several
+ * function symbols name it (glibc: __libc_start_main_impl,
+ * __libc_start_main@@GLIBC_2.34, __libc_start_main@GLIBC_2.2.5...), or NULL
+ * when one name does.
+ */
+static const char *best_alias(struct sym_module *m, uint64_t start)
+{
+	const struct elf_sym *best = NULL, *prev = NULL;
+	size_t hi, names = 0;
+
+	module_syms(m);
+	hi = syms_after(m, start);
+	/* at one address functions come first, in name order: a repeated name is adjacent */
+	for (size_t i = hi; i-- > 0 && m->syms[i].addr == start;) {
+		const struct elf_sym *s = &m->syms[i];
+
+		if (s->label)
+			continue;
+		if (!prev || strcmp(s->name, prev->name))
+			names++;
+		prev = s;
+		if (!best || better_alias(s, best))
+			best = s;
+	}
+	return names > 1 ? best->name : NULL;
 }
 
 /*
@@ -523,8 +601,11 @@ static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
 	for (more = 0; !more; more = dwarf_siblingof(&die, &die)) {
 		Dwarf_Attribute attr;
 
+		/* a C++ function's DW_AT_name is unqualified: its linkage name, demangled, is not */
 		if (dwarf_tag(&die) == DW_TAG_subprogram && dwarf_haspc(&die, start) > 0)
-			return dwarf_attr_integrate(&die, DW_AT_name, &attr) ?
+			return dwarf_attr_integrate(&die, DW_AT_linkage_name, &attr) ||
+			       dwarf_attr_integrate(&die, DW_AT_MIPS_linkage_name, &attr) ||
+			       dwarf_attr_integrate(&die, DW_AT_name, &attr) ?
 			       dwarf_formstring(&attr) : NULL;
 	}
 	return NULL;
