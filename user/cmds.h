@@ -21,6 +21,9 @@ int cmd_xray(int argc, char **argv);
 
 struct profile_status;
 
+/** @return the name of the command running ("report"), for messages: "sfprof report: ...". */
+const char *sfprof_command(void);
+
 /*
  * Print what a reader met in @path: truncation, damage (stderr). @return
  * whether the file is damaged: a command shows what it could read, then

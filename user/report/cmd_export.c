@@ -185,7 +185,7 @@ int cmd_export(int argc, char **argv)
 	}
 	s = session__open(path, &sopts, &diag);
 	if (!s) {
-		fprintf(stderr, "sfprof: %s\n", diag.reason);
+		fprintf(stderr, "sfprof export: %s\n", diag.reason);
 		goto out;
 	}
 	damaged = profile_print_notices(path, session__status(s));
