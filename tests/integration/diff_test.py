@@ -145,11 +145,14 @@ def oracle_shares(ctx, ksyms, path):
 
 
 def check_oracle(rows, old, new, what):
-    """Every row the oracle names: baseline = its OLD share, delta = NEW - OLD, to rounding."""
+    """Every row the oracle names too: baseline = its OLD share, delta = NEW - OLD, to
+    rounding. Rows one side names and the other does not (an address in the PLT, which the
+    oracle gives to the zero-size _init before it, sfprof to no symbol) must be rare."""
     fails, seen = [], 0
-    for r in rows:
-        key = (r['Shared Object'], r['Symbol'])
-        if key[0] not in ('diff_work', '[kernel.kallsyms]'):
+    mine = {(r['Shared Object'], r['Symbol']): r for r in rows
+            if r['Shared Object'] in ('diff_work', '[kernel.kallsyms]')}
+    for key, r in mine.items():
+        if key not in old and key not in new:
             continue
         seen += 1
         base = old.get(key)
@@ -163,15 +166,29 @@ def check_oracle(rows, old, new, what):
         else:
             expect(r['Delta Abs'] is None, fails,
                    f'{what}: {key}: only in OLD, yet a delta {r["Delta Abs"]}')
-    missing = [k for k in set(old) | set(new)
-               if not any((r['Shared Object'], r['Symbol']) == k for r in rows)]
-    expect(not missing, fails, f'{what}: rows the oracle has and diff lacks: {missing[:4]}')
+    apart = {k: max(old.get(k, 0.0), new.get(k, 0.0)) for k in set(old) | set(new)
+             if k not in mine}
+    apart.update({k: max(r['Baseline'] or 0.0, (r['Baseline'] or 0.0) + (r['Delta Abs'] or 0.0))
+                  for k, r in mine.items() if k not in old and k not in new})
+    if apart:
+        log(f'{what}: named on one side only: {apart}')
+    expect(sum(apart.values()) < 0.5, fails,
+           f'{what}: rows named on one side only hold {sum(apart.values()):.2f}%: {apart}')
     expect(seen >= 2, fails, f'{what}: only {seen} rows the oracle names')
     return fails
 
 
+# Debian's perf 6.1 aborted here ("assertion failed at util/build-id.c:1010") when it looked
+# up build IDs, read /proc/kallsyms (320 bpf_prog symbols of other sessions' recordings) or
+# met a BPF program's ksymbol event in a recording: record without build IDs or BPF events,
+# read without kernel symbols (work_a and work_b, ld.so and libc are user code); a BPF
+# program loaded during the recording still aborts it, and the comparison is skipped, said.
+PERF_RECORD = ['perf', 'record', '--no-bpf-event', '--no-buildid', '--no-buildid-cache']
+PERF_READ = ['--kallsyms=/dev/null']
+
+
 def perf_works():
-    """Whether perf can record and read back here; the reason when not."""
+    """Whether perf is there; the reason when not."""
     if not shutil.which('perf'):
         return 'perf not installed'
     return None
@@ -183,7 +200,7 @@ def perf_pair(ctx, prog):
     paths = ctx.path('perf-old.data'), ctx.path('perf-new.data')
     if not why:
         for path, ms in zip(paths, (OLD_MS, NEW_MS)):
-            p = rt.run(['perf', 'record', '-F', '999', '-e', 'cpu-clock', '-o', path, '--',
+            p = rt.run([*PERF_RECORD, '-F', '999', '-e', 'cpu-clock', '-o', path, '--',
                         prog, *ms], check=False)
             if p.returncode:
                 why = f'perf record exited with {p.returncode}'
@@ -229,10 +246,11 @@ def case_diff(ctx):
     _, rows = parse_diff(sfprof(ctx, ['diff', '-b', old, new]).stdout)
     expect(all(r['Baseline'] is not None for r in rows), fails, '-b: a row without baseline')
     # perf diff on perf's recordings of the same pair
+    perf_checked = False
     pp = perf_pair(ctx, prog)
     if pp:
-        p = rt.run(['perf', 'diff', '--percentage', 'relative', '-S', 'work_a,work_b', *pp],
-                   check=False)
+        p = rt.run(['perf', 'diff', *PERF_READ, '--percentage', 'relative', '-S',
+                    'work_a,work_b', *pp], check=False)
         if p.returncode or '# Baseline' not in p.stdout:
             log(f'note: perf diff exited with {p.returncode}: no perf comparison')
         else:
@@ -241,9 +259,12 @@ def case_diff(ctx):
                                             'work_a,work_b', old, new]).stdout)[1]
             for sym in ('work_a', 'work_b'):
                 a, b = row_of(mine, sym), row_of(theirs, sym)
+                log(f'{sym}: sfprof diff {a}, perf diff {b}')
                 expect(a and b and abs(a['Baseline'] - b['Baseline']) <= POINT and
                        abs(a['Delta Abs'] - b['Delta Abs']) <= POINT, fails,
                        f'{sym}: sfprof {a}, perf diff {b}')
+            perf_checked = True
+    log(f'perf diff: {"compared" if perf_checked else "not compared"}')
     # bad input
     for args, status in ((['diff', ctx.path('none.data'), new], 1),
                          (['diff', '--percentage', 'both', old, new], 2),
@@ -553,21 +574,31 @@ def case_naming(ctx):
     why = perf_works()
     pdata = ctx.path('perf.data')
     if not why:
-        p = rt.run(['perf', 'record', '-F', '999', '--call-graph', 'dwarf', '-o', pdata, '--',
+        p = rt.run([*PERF_RECORD, '-F', '999', '--call-graph', 'dwarf', '-o', pdata, '--',
                     *workload()], check=False, timeout=120)
         why = f'perf record exited with {p.returncode}' if p.returncode else None
     if not why:
-        p = subprocess.run(['perf', 'script', '-i', pdata], stdout=subprocess.PIPE,
+        p = subprocess.run(['perf', 'script', *PERF_READ, '-i', pdata], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, errors='replace', timeout=300)
         why = f'perf script exited with {p.returncode}' if p.returncode else None
     if why:
         log(f'note: no perf comparison: {why}')
     else:
-        theirs = p.stdout
-        expect(re.search(r' _start\+0x[0-9a-f]+ \(' + re.escape(LDSO), theirs) is not None,
-               fails, 'perf names no ld.so frame _start')
-        expect('__libc_start_main_impl' in theirs, fails, 'perf: no __libc_start_main_impl')
-        log('perf script names ld.so\'s _start and __libc_start_main_impl as sfprof does')
+        theirs = script_frames(p.stdout)
+        named = Counter((n, o) for a, n, o, m, r in theirs if m == LDSO and
+                        labels.lookup(a) and not r)
+        named_ra = Counter((n, o) for a, n, o, m, r in theirs if m == LDSO and
+                           labels.lookup(a) and r)
+        log(f'perf script: ld.so frames at a label: {dict(named)} {dict(named_ra)}')
+        # perf prints a caller's address less one: the same label, one byte less
+        bad = [(a, n, o) for a, n, o, m, r in theirs if m == LDSO and labels.lookup(a) and
+               (n, o) != labels.lookup(a)]
+        expect(not bad, fails, f'perf names ld.so\'s label frames otherwise: {bad[:3]}')
+        libc = Counter(n for a, n, o, m, r in theirs if m in (LIBC, '(inlined)') and
+                       n.startswith('__libc_start_main'))
+        log(f'perf script: libc frames in __libc_start_main: {dict(libc)}')
+        expect(set(libc) == {'__libc_start_main_impl'}, fails,
+               f'perf names __libc_start_main otherwise: {dict(libc)}')
     raise_fails(fails)
 
 
