@@ -198,7 +198,7 @@ static void test_cases(void **state)
 		s = symbolizer__new(&(struct symbolizer_opts){ .no_debuginfod = true,
 							       .no_lines = true });
 		assert_non_null(s);
-		m = symbolizer__module(s, NULL, 0, path);
+		m = symbolizer__module(s, (const uint8_t *)"", 0, path);
 		assert_non_null(m);
 		assert_true(sym_module__found(m));
 		for (size_t i = 0; i < 8 && sc->lookups[i].vaddr; i++) {
