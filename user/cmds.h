@@ -13,6 +13,7 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
@@ -21,6 +22,9 @@ int cmd_buildid_list(int argc, char **argv);
 #include <stdbool.h>
 
 struct profile_status;
+
+/** @return the name of the command running ("report"), for messages: "sfprof report: ...". */
+const char *sfprof_command(void);
 
 /*
  * Print what a reader met in @path: truncation, damage (stderr). @return

@@ -14,6 +14,7 @@ static const struct cmd {
 	{ "report", cmd_report, "where the samples were: shares per command, module and symbol" },
 	{ "script", cmd_script, "every sample and its stack, in the text of perf script" },
 	{ "export", cmd_export, "the profile for other tools: markup, collapsed, pprof, svg" },
+	{ "diff", cmd_diff, "compare two profiles: per-symbol baseline and delta, as perf diff" },
 	{ "import", cmd_import, "make a profile from another tool's trace: xray" },
 	{ "archive", cmd_archive, "pack a profile with the binaries its frames need, for another machine" },
 	{ "buildid-list", cmd_buildid_list, "the build IDs of the modules a profile's samples hit" },
@@ -22,6 +23,14 @@ static const struct cmd {
 	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },
 	{ "cbf", cmd_cbf, "decode or encode a Compact Backtrace Format stack" },
 };
+
+/* The command running, for the messages code shared by several commands prints. */
+static const char *command = "";
+
+const char *sfprof_command(void)
+{
+	return command;
+}
 
 static void usage(FILE *f)
 {
@@ -42,8 +51,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
+		if (!strcmp(argv[1], cmds[i].name)) {
+			command = cmds[i].name;
 			return cmds[i].run(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "sfprof: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

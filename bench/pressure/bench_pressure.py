@@ -89,7 +89,7 @@ MAX_COPY = max_copy()
 
 # sfprof's summary, one figure at a time so that a reworded line loses one column, not the run
 FIGURES = {
-    'span': r'sfprof: ([\d.]+) s, \d+ samples',
+    'span': r'sfprof record: ([\d.]+) s, \d+ samples',
     'samples': r' (\d+) samples \(\d+ lost\)',
     'lost': r' samples \((\d+) lost\)',
     'user': r', (\d+) with a user stack',
@@ -100,7 +100,7 @@ FIGURES = {
     'lost_queue': r', (\d+) past the reader\'s queue bound',
     'copy_bps': r'user stack copies: (\d+) bytes/sample',
     'cut': r', (\d+) stacks cut by the copy\'s end',
-    'sizes_set': r'sfprof: (\d+) per-thread copy sizes set',
+    'sizes_set': r'sfprof record: (\d+) per-thread copy sizes set',
 }
 
 

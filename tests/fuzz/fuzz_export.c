@@ -240,7 +240,7 @@ static void export(const struct session *s, enum format fmt)
 	if (!f)
 		return;
 	switch (fmt) {
-	case COLLAPSED: err = export_collapsed(s, f); break;
+	case COLLAPSED: err = export_collapsed(s, f, false); break;
 	case PPROF: err = export_pprof(s, f); break;
 	case MARKUP: err = export_markup(s, f); break;
 	default: err = export_svg(s, f, &svg); break;

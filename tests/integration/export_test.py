@@ -52,6 +52,7 @@ from collections import Counter
 
 sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import elf_labels  # noqa: E402
 import profile_oracle  # noqa: E402
 import record_test as rt  # noqa: E402
 
@@ -185,9 +186,19 @@ def check_collapsed(stacks, prof, syms, modules, known, comm):
     for frames, count in stacks:
         mine[tuple(f if f in known else '?' for f in user_part(frames))] += count
     theirs = Counter()
+
+    def outside(f):
+        # masked by name as the export's frames are: ld.so's entry label _start (named as
+        # perf names it, elf_labels.py) is also a name of the program
+        name = f.symbol
+        if not name and f.module and f.vaddr is not None:
+            found = elf_labels.Labels.of(elf_labels.debug_file(f.module) or f.module).lookup(
+                f.vaddr)
+            name = found[0] if found else None
+        return name if name in known else '?'
     for s in prof.samples:
         frames = syms.user_frames(s)
-        theirs[tuple(f.symbol if f.module in modules and f.symbol else '?'
+        theirs[tuple(f.symbol if f.module in modules and f.symbol else outside(f)
                      for f in reversed(frames))] += s.weight
     diff = (mine - theirs) + (theirs - mine)
     if diff:

@@ -378,8 +378,8 @@ def expect_error(sfprof, argv, path, what, fails, reason=None):
         fails.fail(f'{what}: exit status {r.returncode}, expected 1', err)
     if r.stdout:
         fails.fail(f'{what}: printed on stdout', r.stdout.decode(errors='replace')[:400])
-    if not err.startswith(f'sfprof: {path}: ') or err.count('\n') != 1:
-        fails.fail(f'{what}: stderr is not one "sfprof: {path}: ..." line', err)
+    if not err.startswith(f'sfprof sframe: {path}: ') or err.count('\n') != 1:
+        fails.fail(f'{what}: stderr is not one "sfprof sframe: {path}: ..." line', err)
     elif reason and not re.search(reason, err):
         fails.fail(f'{what}: stderr does not match /{reason}/', err)
     else:

@@ -658,7 +658,8 @@ def case_errors(ctx):
         log('capabilities without root cannot load BPF on this kernel: that check is skipped')
     else:
         log(p.stderr.rstrip())
-        said = [l for l in p.stderr.splitlines() if l.startswith(f'sfprof: process {spin.pid} (')]
+        said = [l for l in p.stderr.splitlines()
+                if l.startswith(f'sfprof record: process {spin.pid} (')]
         files = [l for l in said if 'mapped files cannot be opened' in l]
         expect(p.returncode == 0, fails, f'record -p with capabilities: exit {p.returncode}')
         expect(len(files) == 1 and 'Permission denied' in files[0] and
@@ -715,7 +716,7 @@ def case_signals(ctx):
     raise_fails(fails)
 
 
-SUMMARY = re.compile(r'^sfprof: ([\d.]+) s, (\d+) samples \((\d+) lost\), (\d+) with a user '
+SUMMARY = re.compile(r'^sfprof record: ([\d.]+) s, (\d+) samples \((\d+) lost\), (\d+) with a user '
                      r'stack, ([\d.]+)% of them complete; .* (\d+) bytes in (.*) \(', re.M)
 
 

@@ -729,7 +729,7 @@ static int import_xray(int argc, char **argv)
 		fprintf(stderr, "sfprof import: warning: %" PRIu64 " entries of function ids that %s's "
 			"xray_instr_map does not have (a trace of another build?)\n", im.unknown_ids,
 			im.binary);
-	fprintf(stderr, "wrote %s: %" PRIu64 " samples, weights in ns of self time%s\n", im.output,
+	fprintf(stderr, "sfprof import: wrote %s: %" PRIu64 " samples, weights in ns of self time%s\n", im.output,
 		im.samples, losses ? "; marked incomplete: parts of the trace were lost" : "");
 	if (im.functions) {
 		int err = 0;

@@ -186,13 +186,13 @@ static int dump(const char *path, bool state)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
-		fprintf(stderr, "sfprof: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "sfprof xray: %s: %s\n", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "sfprof: %s: not a regular file\n", path);
+		fprintf(stderr, "sfprof xray: %s: not a regular file\n", path);
 		close(fd);
 		return 1;
 	}
@@ -200,7 +200,7 @@ static int dump(const char *path, bool state)
 	if (size) {
 		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (map == MAP_FAILED) {
-			fprintf(stderr, "sfprof: %s: mmap: %s\n", path, strerror(errno));
+			fprintf(stderr, "sfprof xray: %s: mmap: %s\n", path, strerror(errno));
 			close(fd);
 			return 1;
 		}
@@ -210,7 +210,7 @@ static int dump(const char *path, bool state)
 
 	r = xray_reader__new(map, size, reason);
 	if (!r) {
-		fprintf(stderr, "sfprof: %s: %s\n", path, reason[0] ? reason : strerror(errno));
+		fprintf(stderr, "sfprof xray: %s: %s\n", path, reason[0] ? reason : strerror(errno));
 		ret = 1;
 		goto out;
 	}
@@ -246,13 +246,13 @@ static int dump(const char *path, bool state)
 	}
 	if (ret < 0) {
 		fflush(stdout);
-		fprintf(stderr, "sfprof: %s: %s\n", path, strerror(-ret));
+		fprintf(stderr, "sfprof xray: %s: %s\n", path, strerror(-ret));
 		ret = 1;
 		goto out;
 	}
 	print_summary(h, &c);
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "sfprof: writing the dump: %s\n", strerror(errno));
+		fprintf(stderr, "sfprof xray: writing the dump: %s\n", strerror(errno));
 		ret = 1;
 		goto out;
 	}

@@ -389,7 +389,7 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 	struct record *r = ctx;
 
 	/* the comm and the paths in @why are the process's: escaped, as in every output */
-	fprintf(stderr, "%ssfprof: process %u (", r->tty ? "\r\033[K" : "", pid);
+	fprintf(stderr, "%ssfprof record: process %u (", r->tty ? "\r\033[K" : "", pid);
 	text_put(stderr, comm[0] ? comm : "?", 0);
 	fputs("): ", stderr);
 	text_put(stderr, why, 0);
@@ -437,7 +437,7 @@ static void progress(struct record *r)
 	samples = profile_writer__samples(r->w);
 	bytes = profile_writer__bytes(r->w);
 	pthread_mutex_unlock(&r->wlock);
-	fprintf(stderr, "\r\033[Ksfprof: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
+	fprintf(stderr, "\r\033[Ksfprof record: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
 		" processes, %" PRIu64 " bytes written ...", samples, r->lost_written,
 		ps.procs.processes, bytes);
 }
@@ -463,13 +463,13 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	pipeline__stats(r->pipeline, &ps);
 	if (stat(r->output, &fst) == 0)
 		bytes = fst.st_size;
-	fprintf(stderr, "%ssfprof: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
+	fprintf(stderr, "%ssfprof record: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
 		" with a user stack, %.1f%% of them complete; %" PRIu64 " processes; "
 		"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n",
 		r->tty ? "\r\033[K" : "", secs, samples, r->lost_written, st->user_stacks,
 		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
-	fprintf(stderr, "sfprof: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
+	fprintf(stderr, "sfprof record: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
 		"(%.1f MiB for each of %u threads, %.1f MiB the most queued in one); user stack "
 		"copies: %.0f bytes/sample, %s, %" PRIu64 " stacks cut by the copy's end\n",
@@ -478,9 +478,9 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 		ps.handled ? (double)ps.ustack_bytes / ps.handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)
-		fprintf(stderr, "sfprof: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
+		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
 	if (ps.dropped_events)
-		fprintf(stderr, "sfprof: %" PRIu64 " task events dropped at their queue bound: some "
+		fprintf(stderr, "sfprof record: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);
 	fprintf(stderr, "sfprof: files: %" PRIu64 " opened when mapped (of %" PRIu64 " executable "
 		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
@@ -491,7 +491,7 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
 			"alone\n", ps.modules_refused, (double)(r->max_memory / 4) / 1048576.0);
 	if (stack_resets)
-		fprintf(stderr, "sfprof: the index of stacks written passed its bound %" PRIu64
+		fprintf(stderr, "sfprof record: the index of stacks written passed its bound %" PRIu64
 			" times: stacks seen again were written again\n", stack_resets);
 }
 
@@ -687,7 +687,7 @@ int cmd_record(int argc, char **argv)
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (r.tty)
-		fprintf(stderr, "sfprof: recording at %u Hz; Ctrl-C to stop\n", r.freq);
+		fprintf(stderr, "sfprof record: recording at %u Hz; Ctrl-C to stop\n", r.freq);
 	err = run(&r, &child_status);
 	/* the duration is the sampling's: the backlog is handled after it */
 	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;

@@ -145,22 +145,23 @@ static void print_record(const struct profile_record *r)
 bool profile_print_notices(const char *path, const struct profile_status *st)
 {
 	if (st->truncated)
-		fprintf(stderr, "sfprof: %s: file truncated: recovered %" PRIu64 " of %" PRIu64
-			" bytes (%" PRIu64 " whole blocks); the recording did not finish\n", path,
+		fprintf(stderr, "sfprof %s: %s: file truncated: recovered %" PRIu64 " of %" PRIu64
+			" bytes (%" PRIu64 " whole blocks); the recording did not finish\n", sfprof_command(), path,
 			st->bytes_recovered, st->file_size, st->blocks);
 	if (st->bad_blocks)
-		fprintf(stderr, "sfprof: %s: %" PRIu64 " damaged block(s) skipped: %s\n", path,
+		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " damaged block(s) skipped: %s\n", sfprof_command(), path,
 			st->bad_blocks, st->first_error[0] ? st->first_error : "checksum mismatch");
 	else if (st->first_error[0])
-		fprintf(stderr, "sfprof: %s: damaged: %s\n", path, st->first_error);
+		fprintf(stderr, "sfprof %s: %s: damaged: %s\n", sfprof_command(), path, st->first_error);
 	if (st->lost_implausible)
-		fprintf(stderr, "sfprof: %s: a count of lost samples is implausible: how many were "
-			"lost is unknown\n", path);
+		fprintf(stderr, "sfprof %s: %s: a count of lost samples is implausible: how many were "
+			"lost is unknown\n", sfprof_command(), path);
 	if (st->unknown_stacks)
-		fprintf(stderr, "sfprof: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
-			path, st->unknown_stacks);
+		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
+			sfprof_command(), path, st->unknown_stacks);
 	if (st->trailer_failed)
-		fprintf(stderr, "sfprof: %s: the recording stopped early on an error\n", path);
+		fprintf(stderr, "sfprof %s: %s: the recording stopped early on an error\n",
+			sfprof_command(), path);
 	return profile_status_damaged(st);
 }
 
@@ -199,7 +200,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	r = profile_reader__open(path, &diag);
 	if (!r) {
-		fprintf(stderr, "sfprof: %s\n", diag.reason);
+		fprintf(stderr, "sfprof dump: %s\n", diag.reason);
 		return 1;
 	}
 	print_meta(path, profile_reader__meta(r));
@@ -209,7 +210,7 @@ int cmd_dump(int argc, char **argv)
 			samples++;
 	}
 	if (ret < 0)
-		fprintf(stderr, "sfprof: %s: %s\n", path, strerror(-ret));
+		fprintf(stderr, "sfprof dump: %s: %s\n", path, strerror(-ret));
 	st = profile_reader__status(r);
 	if (st->lost_implausible)
 		printf("# %" PRIu64 " samples, unknown lost (a damaged count), %" PRIu64 " blocks\n",

@@ -14,6 +14,7 @@
 
 static const char usage[] =
 	"usage: sfprof export [-i FILE] -f FORMAT [-o OUT] [--title TEXT] [--min-width PX]\n"
+	"                     [--diff OLD] [--keep-addresses]\n"
 	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
 	"\n"
 	"Write a profile (default sfprof.data) in another tool's format, to OUT or stdout.\n"
@@ -28,13 +29,21 @@ static const char usage[] =
 	"  collapsed  one line per distinct stack: the process name, then its frames\n"
 	"             outermost first (user, then kernel frames with the suffix _[k]),\n"
 	"             joined by ';', a space and the number of samples. For FlameGraph's\n"
-	"             flamegraph.pl and speedscope. Unnamed code is MODULE+0xOFFSET;\n"
+	"             flamegraph.pl and speedscope. Code no symbol covers is one\n"
+	"             frame [MODULE] per module, as stackcollapse-perf.pl folds perf\n"
+	"             script's [unknown] frames ([unknown] outside every module),\n"
+	"             or MODULE+0xOFFSET per address with --keep-addresses;\n"
 	"             a ';' in a name is written \\x3b.\n"
 	"  pprof      gzipped profile.proto for `go tool pprof`: sample types\n"
 	"             samples/count and cpu/nanoseconds, mappings with build IDs,\n"
 	"             locations, functions, and pid, tid and thread labels.\n"
 	"  svg        an interactive flame graph, root at the bottom: hover for a\n"
 	"             frame's share, click to zoom, Ctrl-F to search. Self-contained.\n"
+	"             Frames are named as in collapsed. With --diff OLD, a differential\n"
+	"             flame graph (FlameGraph's difffolded.pl -n, flamegraph.pl): widths\n"
+	"             from this profile, OLD's counts scaled to its total; a frame is\n"
+	"             red where it grew, blue where it shrank, deeper the larger the\n"
+	"             change; its title adds the change in points of the total.\n"
 	"\n"
 	"Names, paths and comms are escaped in every format: bytes that are not UTF-8\n"
 	"and control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\;\n"
@@ -50,12 +59,15 @@ static const char usage[] =
 	"      --title TEXT            the flame graph's title (svg)\n"
 	"      --min-width PX          leave out frames narrower than PX pixels (svg,\n"
 	"                              default 0.1, as flamegraph.pl)\n"
+	"      --diff OLD              a differential flame graph against profile OLD (svg)\n"
+	"      --keep-addresses        unnamed code as MODULE+0xOFFSET, one frame per\n"
+	"                              address (collapsed, svg)\n"
 	"      --debug-file-directory DIR\n"
 	"                              look for DIR/.build-id/xx/rest.debug too\n"
 	"      --no-debuginfod         do not ask debuginfod even if DEBUGINFOD_URLS is set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
 
-enum { OPT_TITLE = 256, OPT_MIN_WIDTH };
+enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DIFF, OPT_KEEP_ADDRESSES };
 
 static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
 
@@ -65,7 +77,7 @@ static int run(const struct session *s, const char *format, FILE *out,
 	if (!strcmp(format, "markup"))
 		return export_markup(s, out);
 	if (!strcmp(format, "collapsed"))
-		return export_collapsed(s, out);
+		return export_collapsed(s, out, svg->keep_addresses);
 	if (!strcmp(format, "pprof"))
 		return export_pprof(s, out);
 	return export_svg(s, out, svg);
@@ -79,16 +91,18 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "title", required_argument, NULL, OPT_TITLE },
 		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
+		{ "diff", required_argument, NULL, OPT_DIFF },
+		{ "keep-addresses", no_argument, NULL, OPT_KEEP_ADDRESSES },
 		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = "sfprof.data", *format = NULL, *output = NULL;
+	const char *path = "sfprof.data", *format = NULL, *output = NULL, *base_path = NULL;
 	struct svg_opts svg = { .min_width = 0.1 };
 	struct session_opts sopts = { 0 };
 	const char **dirs = NULL;
 	struct profile_diag diag;
-	struct session *s = NULL;
+	struct session *s = NULL, *base = NULL;
 	struct outfile *file = NULL;
 	char *deftitle = NULL;
 	FILE *out = stdout;
@@ -127,6 +141,12 @@ int cmd_export(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_DIFF:
+			base_path = optarg;
+			break;
+		case OPT_KEEP_ADDRESSES:
+			svg.keep_addresses = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			ret = 0;
@@ -153,6 +173,11 @@ int cmd_export(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
+	if (base_path && strcmp(format, "svg")) {
+		fprintf(stderr, "sfprof export: --diff makes a differential flame graph: -f svg\n");
+		ret = 2;
+		goto out;
+	}
 	if (!output && !strcmp(format, "pprof") && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "sfprof export: pprof output is gzipped binary: use -o FILE\n");
 		ret = 2;
@@ -160,10 +185,18 @@ int cmd_export(int argc, char **argv)
 	}
 	s = session__open(path, &sopts, &diag);
 	if (!s) {
-		fprintf(stderr, "sfprof: %s\n", diag.reason);
+		fprintf(stderr, "sfprof export: %s\n", diag.reason);
 		goto out;
 	}
 	damaged = profile_print_notices(path, session__status(s));
+	if (base_path) {
+		if (!(base = session__open(base_path, &sopts, &diag))) {
+			fprintf(stderr, "sfprof export: %s\n", diag.reason);
+			goto out;
+		}
+		damaged |= profile_print_notices(base_path, session__status(base));
+		svg.base = base;
+	}
 	if (!svg.title) {
 		const char *cmdline = session__meta(s)->cmdline;
 
@@ -203,6 +236,7 @@ int cmd_export(int argc, char **argv)
 	ret = damaged ? 1 : 0;
 out:
 	session__free(s);
+	session__free(base);
 	free(dirs);
 	free(deftitle);
 	return ret;

@@ -17,8 +17,12 @@
 /** export_markup() - symbolizer markup, one {{{reset}}} stream per process image. */
 int export_markup(const struct session *s, FILE *out);
 
-/** export_collapsed() - folded stacks: `comm;outer;...;leaf COUNT` per distinct stack. */
-int export_collapsed(const struct session *s, FILE *out);
+/**
+ * export_collapsed() - folded stacks: `comm;outer;...;leaf COUNT` per distinct stack.
+ * @keep_addresses: name unnamed code module+0xoffset, one frame per address,
+ * instead of [module] (as stackcollapse-perf.pl folds perf script's [unknown]).
+ */
+int export_collapsed(const struct session *s, FILE *out, bool keep_addresses);
 
 /** export_pprof() - a gzip-compressed profile.proto. */
 int export_pprof(const struct session *s, FILE *out);
@@ -26,6 +30,14 @@ int export_pprof(const struct session *s, FILE *out);
 struct svg_opts {
 	const char *title;
 	double min_width;	/* frames narrower than this many pixels are left out */
+	bool keep_addresses;	/* as export_collapsed()'s */
+	/*
+	 * A differential flame graph against this baseline, as FlameGraph's
+	 * difffolded.pl -n and flamegraph.pl: widths from the profile drawn,
+	 * the baseline's counts scaled to its total, frames red where they grew,
+	 * blue where they shrank, the change in the title. NULL: a plain one.
+	 */
+	const struct session *base;
 };
 
 /** export_svg() - a self-contained interactive flame graph, root at the bottom. */
@@ -56,10 +68,11 @@ struct folded {
 
 /**
  * folded__build() - every sample as process name, user frames outermost
- * first, then kernel frames, innermost last; equal stacks merged.
+ * first, then kernel frames, innermost last; equal stacks merged. Code no
+ * symbol covers is one frame [module] per module unless @keep_addresses.
  * @return 0 or -ENOMEM (@f then holds nothing).
  */
-int folded__build(struct folded *f, const struct session *s);
+int folded__build(struct folded *f, const struct session *s, bool keep_addresses);
 
 /** folded__release() - free what folded__build() made. */
 void folded__release(struct folded *f);

@@ -14,6 +14,7 @@ struct fold_ctx {
 	struct folded *f;
 	size_t kinds_cap;
 	uint32_t *frame_names;	/* by session frame: name id + 1, 0 until named */
+	bool keep_addresses;
 };
 
 /* Intern @name + @suffix as it is: the formats escape names as they write them. */
@@ -42,13 +43,28 @@ static int64_t intern(struct fold_ctx *c, const char *name, const char *suffix,
 static int64_t frame_name(struct fold_ctx *c, uint32_t idx)
 {
 	const struct session_frame *fr = session__frame(c->s, idx);
-	char buf[128];
+	char buf[512];
 	const char *name;
 	int64_t id;
 
 	if (c->frame_names[idx])
 		return c->frame_names[idx] - 1;
 	name = session_frame_name(fr, buf, sizeof(buf));
+	if (!fr->sym && !fr->omitted && !c->keep_addresses) {
+		/*
+		 * As stackcollapse-perf.pl folds perf script's "[unknown] (module)":
+		 * one frame [module] for all the code of a module no symbol covers, so
+		 * that stacks through stripped code merge instead of splitting at each
+		 * instruction address. "[unknown]" and "[anon]" are bracketed already.
+		 */
+		const char *dso = fr->kernel ? "[kernel.kallsyms]" : fr->dso ? fr->dso : "[unknown]";
+
+		if (dso[0] == '[')
+			snprintf(buf, sizeof(buf), "%s", dso);
+		else
+			snprintf(buf, sizeof(buf), "[%s]", dso);
+		name = buf;
+	}
 	if (fr->kernel)
 		id = intern(c, name, "_[k]", FOLD_KERNEL);
 	else
@@ -105,10 +121,10 @@ static int fold_one(struct fold_ctx *c, const struct session_sample *sm,
 	return 0;
 }
 
-int folded__build(struct folded *f, const struct session *s)
+int folded__build(struct folded *f, const struct session *s, bool keep_addresses)
 {
 	size_t nsamples = session__nsamples(s), nstacks = 0, n = 0;
-	struct fold_ctx c = { .s = s, .f = f };
+	struct fold_ctx c = { .s = s, .f = f, .keep_addresses = keep_addresses };
 	uint64_t *counts = NULL;
 	size_t *first = NULL;	/* a sample of each stack: stacks belong to one image */
 	int err = -ENOMEM;
@@ -169,13 +185,13 @@ void folded__release(struct folded *f)
 	memset(f, 0, sizeof(*f));
 }
 
-int export_collapsed(const struct session *s, FILE *out)
+int export_collapsed(const struct session *s, FILE *out, bool keep_addresses)
 {
 	char **shown = NULL;	/* by name id: the escaped name, NULL when it is its own */
 	struct folded f;
 	int err;
 
-	if ((err = folded__build(&f, s)))
+	if ((err = folded__build(&f, s, keep_addresses)))
 		return err;
 	/* each name escaped once: ';' too, so that a frame holding one stays one frame */
 	shown = calloc(f.names.count + 1, sizeof(*shown));

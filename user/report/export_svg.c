@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "util/hmap.h"
 #include "util/text.h"
 #include "util/vec.h"
 
@@ -155,22 +156,120 @@ struct node {
 	uint32_t name;
 	uint32_t depth;		/* 0 for "all", 1 for the process */
 	uint64_t x, w;		/* in samples */
+	double delta;		/* a differential graph's: w less the baseline's scaled count */
+};
+
+#define NO_BASE UINT32_MAX
+
+/*
+ * The baseline of a differential graph: its folded stacks as a trie of
+ * frames (root "all" is node 0), each node with the weight of the samples
+ * through it. Names are ids in the drawn profile's table.
+ */
+struct base {
+	struct hmap *children;	/* (parent node, name id) -> node + 1 */
+	uint64_t *count;	/* by node */
+	size_t nodes, cap;
+	double scale;		/* the drawn profile's total over the baseline's */
 };
 
 struct flame {
 	struct node *nodes;
 	size_t count, cap;
 	uint32_t max_depth;
+	const struct base *base;	/* NULL: not a differential graph */
+	double max_delta;		/* the largest |delta|, for the colour scale */
 };
 
-static int add_node(struct flame *fl, uint32_t name, uint32_t depth, uint64_t x, uint64_t w)
+static int add_node(struct flame *fl, uint32_t name, uint32_t depth, uint64_t x, uint64_t w,
+		    uint32_t base_node)
 {
+	double delta = 0;
+
+	if (fl->base) {
+		delta = (double)w - (base_node == NO_BASE ? 0.0 :
+				     fl->base->count[base_node] * fl->base->scale);
+		if (delta > fl->max_delta || -delta > fl->max_delta)
+			fl->max_delta = delta < 0 ? -delta : delta;
+	}
 	if (VEC_RESERVE(fl->nodes, fl->cap, fl->count + 1, 1024))
 		return -ENOMEM;
-	fl->nodes[fl->count++] = (struct node){ name, depth, x, w };
+	fl->nodes[fl->count++] = (struct node){ name, depth, x, w, delta };
 	if (depth > fl->max_depth)
 		fl->max_depth = depth;
 	return 0;
+}
+
+/* The child of baseline node @parent named @name, or NO_BASE. */
+static uint32_t base_child(const struct base *b, uint32_t parent, uint32_t name)
+{
+	uint64_t *v;
+
+	if (!b || parent == NO_BASE || hmap__find_u128(b->children, parent, name, &v))
+		return NO_BASE;
+	return (uint32_t)(*v - 1);
+}
+
+/*
+ * Load baseline @s: its folded stacks, names interned into @f's table (ids
+ * past f's own, which no frame drawn uses), as a trie. @return 0 or -ENOMEM.
+ */
+static int base__load(struct base *b, struct folded *f, const struct session *s,
+		      bool keep_addresses)
+{
+	uint32_t *ids = NULL;	/* the baseline's name ids to @f's */
+	struct folded old;
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	if ((err = folded__build(&old, s, keep_addresses)))
+		return err;
+	err = -ENOMEM;
+	if (!(b->children = hmap__new(HMAP_U128)) ||
+	    !(ids = calloc(old.names.count + 1, sizeof(*ids))) ||
+	    VEC_RESERVE(b->count, b->cap, 1, 1024))
+		goto out;
+	b->count[0] = old.total;
+	b->nodes = 1;
+	for (size_t i = 0; i < old.names.count; i++) {
+		int64_t id = strtab__intern(&f->names, old.names.strs[i], strlen(old.names.strs[i]));
+
+		if (id < 0)
+			goto out;
+		ids[i] = (uint32_t)id;
+	}
+	for (size_t i = 0; i < old.nstacks; i++) {
+		const struct folded_stack *st = &old.stacks[i];
+		uint32_t node = 0;
+
+		for (uint32_t d = 0; d < st->depth; d++) {
+			uint64_t *v;
+
+			if (hmap__entry_u128(b->children, node, ids[st->names[d]], &v))
+				goto out;
+			if (!*v) {
+				if (VEC_RESERVE(b->count, b->cap, b->nodes + 1, 1024))
+					goto out;
+				b->count[b->nodes] = 0;
+				*v = ++b->nodes;
+			}
+			node = (uint32_t)(*v - 1);
+			b->count[node] += st->count;
+		}
+	}
+	/* as difffolded.pl -n: the baseline scaled to the drawn profile's total */
+	b->scale = old.total ? (double)f->total / old.total : 0;
+	err = 0;
+out:
+	free(ids);
+	folded__release(&old);
+	return err;
+}
+
+static void base__release(struct base *b)
+{
+	hmap__free(b->children);
+	free(b->count);
 }
 
 /*
@@ -180,7 +279,7 @@ static int add_node(struct flame *fl, uint32_t name, uint32_t depth, uint64_t x,
 static int build(struct flame *fl, const struct folded *f, uint32_t all, double scale,
 		 double min_width)
 {
-	uint32_t *open_name = NULL, max = 0;
+	uint32_t *open_name = NULL, *open_base = NULL, max = 0;
 	uint64_t *open_x = NULL, x = 0;
 	const struct folded_stack *prev = NULL;
 	int err = -ENOMEM;
@@ -190,7 +289,8 @@ static int build(struct flame *fl, const struct folded *f, uint32_t all, double 
 			max = f->stacks[i].depth;
 	open_name = calloc(max + 1, sizeof(*open_name));
 	open_x = calloc(max + 1, sizeof(*open_x));
-	if (!open_name || !open_x)
+	open_base = calloc(max + 1, sizeof(*open_base));
+	if (!open_name || !open_x || !open_base)
 		goto out;
 	for (size_t i = 0; i <= f->nstacks; i++) {
 		const struct folded_stack *st = i < f->nstacks ? &f->stacks[i] : NULL;
@@ -202,20 +302,23 @@ static int build(struct flame *fl, const struct folded *f, uint32_t all, double 
 		/* close what this stack does not share, innermost first */
 		for (uint32_t d = prev ? prev->depth : 0; d > same; d--)
 			if ((x - open_x[d - 1]) * scale >= min_width &&
-			    add_node(fl, open_name[d - 1], d, open_x[d - 1], x - open_x[d - 1]))
+			    add_node(fl, open_name[d - 1], d, open_x[d - 1], x - open_x[d - 1],
+				     open_base[d - 1]))
 				goto out;
 		for (uint32_t d = same; d < depth; d++) {
 			open_name[d] = st->names[d];
 			open_x[d] = x;
+			open_base[d] = base_child(fl->base, d ? open_base[d - 1] : 0, st->names[d]);
 		}
 		if (st)
 			x += st->count;
 		prev = st;
 	}
-	err = add_node(fl, all, 0, 0, f->total);
+	err = add_node(fl, all, 0, 0, f->total, 0);
 out:
 	free(open_name);
 	free(open_x);
+	free(open_base);
 	return err;
 }
 
@@ -242,8 +345,20 @@ static void color(char *buf, size_t cap, const char *name, enum fold_kind kind, 
 		snprintf(buf, cap, "rgb(%u,%u,%u)", 205 + a % 51, b * 230 / 255, c * 55 / 255);
 }
 
-static void put_node(FILE *out, const struct folded *f, const struct node *n, uint32_t all,
-		     double scale, unsigned height, bool wall)
+/* flamegraph.pl --diff's scale: red where a frame grew, blue where it shrank, white for no change. */
+static void color_delta(char *buf, size_t cap, double delta, double max)
+{
+	unsigned r = 255, g = 255, b = 255;
+
+	if (delta > 0 && max > 0)
+		g = b = (unsigned)(210 * (max - delta) / max);
+	else if (delta < 0 && max > 0)
+		r = g = (unsigned)(210 * (max + delta) / max);
+	snprintf(buf, cap, "rgb(%u,%u,%u)", r, g, b);
+}
+
+static void put_node(FILE *out, const struct folded *f, const struct flame *fl,
+		     const struct node *n, uint32_t all, double scale, unsigned height, bool wall)
 {
 	const char *name = n->name == all && !n->depth ? "all" : f->names.strs[n->name];
 	double x = XPAD + n->x * scale, w = n->w * scale;
@@ -251,16 +366,30 @@ static void put_node(FILE *out, const struct folded *f, const struct node *n, ui
 	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = text_width(name, TEXT_XML);
 	char fill[32];
 
-	color(fill, sizeof(fill), name, n->depth ? f->kinds[n->name] : FOLD_OTHER, !n->depth);
-	fprintf(out, "<g class=\"f\" fg:x=\"%" PRIu64 "\" fg:w=\"%" PRIu64 "\" fg:d=\"%u\"><title>",
+	char delta[48] = "";
+
+	if (fl->base) {
+		/* the change in points of the drawn profile's total, as flamegraph.pl's tooltip */
+		double pct = f->total ? 100.0 * n->delta / f->total : 0.0;
+
+		color_delta(fill, sizeof(fill), n->delta, fl->max_delta);
+		snprintf(delta, sizeof(delta), "; %s%.2f%%", pct >= 0.005 ? "+" : "",
+			 pct > -0.005 && pct < 0.005 ? 0.0 : pct);
+	} else {
+		color(fill, sizeof(fill), name, n->depth ? f->kinds[n->name] : FOLD_OTHER, !n->depth);
+	}
+	fprintf(out, "<g class=\"f\" fg:x=\"%" PRIu64 "\" fg:w=\"%" PRIu64 "\" fg:d=\"%u\"",
 		n->x, n->w, n->depth);
+	if (fl->base)
+		fprintf(out, " fg:delta=\"%.3f\"", n->delta);
+	fputs("><title>", out);
 	/* names as every format shows them, and XML's own escapes */
 	text_put(out, name, TEXT_XML);
 	/* an imported trace is weighted by ns of wall time */
-	fprintf(out, " (%" PRIu64 " %s%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%u\" "
+	fprintf(out, " (%" PRIu64 " %s%s, %.2f%%%s)</title><rect x=\"%.2f\" y=\"%u\" "
 		"width=\"%.2f\" height=\"%u\" fill=\"%s\"/>", n->w, wall ? "ns" : "sample",
-		wall || n->w == 1 ? "" : "s", f->total ? 100.0 * n->w / f->total : 0.0, x, y, w,
-		FRAME_H - 1, fill);
+		wall || n->w == 1 ? "" : "s", f->total ? 100.0 * n->w / f->total : 0.0, delta, x, y,
+		w, FRAME_H - 1, fill);
 	/* the script fits names again after each zoom; this is for viewers without it */
 	if (fit >= 3) {
 		fprintf(out, "<text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
@@ -276,13 +405,19 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	const struct profile_meta *meta = session__meta(s);
 	bool wall = meta->flags & PROFILE_F_WALL_NS;
 	struct flame fl = { 0 };
+	struct base base = { 0 };
 	unsigned height;
 	struct folded f;
 	double scale;
 	int err;
 
-	if ((err = folded__build(&f, s)))
+	if ((err = folded__build(&f, s, opts->keep_addresses)))
 		return err;
+	if (opts->base) {
+		if ((err = base__load(&base, &f, opts->base, opts->keep_addresses)))
+			goto out;
+		fl.base = &base;
+	}
 	scale = f.total ? (double)(WIDTH - 2 * XPAD) / f.total : 0;
 	/* "all" is no process name: any id past the names serves to tell it apart */
 	if ((err = build(&fl, &f, f.names.count, scale, opts->min_width)))
@@ -313,6 +448,11 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 			" samples, lost unknown (damaged count), %u Hz; root at the bottom; click a "
 			"frame to zoom, Ctrl-F to search</text>\n", WIDTH / 2, tot->samples,
 			meta->freq_hz);
+	else if (fl.base)
+		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">differential: "
+			"widths of these %" PRIu64 " samples, red grew and blue shrank against the "
+			"baseline's %" PRIu64 " (scaled to this total); click to zoom, Ctrl-F to "
+			"search</text>\n", WIDTH / 2, tot->samples, session__totals(opts->base)->samples);
 	else
 		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64
 			" samples, %" PRIu64 " lost, %u Hz; root at the bottom; click a frame to zoom, "
@@ -328,11 +468,12 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	fputs("<g id=\"frames\">\n", out);
 	/* the root first, so that it is drawn under nothing and found first */
 	for (size_t i = fl.count; i-- > 0;)
-		put_node(out, &f, &fl.nodes[i], f.names.count, scale, height, wall);
+		put_node(out, &f, &fl, &fl.nodes[i], f.names.count, scale, height, wall);
 	fputs("</g>\n</svg>\n", out);
 	err = export_stream_error(out);
 out:
 	free(fl.nodes);
+	base__release(&base);
 	folded__release(&f);
 	return err;
 }

@@ -288,7 +288,13 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 		f.file = info.file;
 		f.line = info.line;
 	} else {
-		f.offset = off;
+		/*
+		 * module+0xADDR names the address in the ELF file, the one the
+		 * frame's rel (script's address column) shows: in a non-PIE
+		 * executable it is not the file offset. A file not found: the
+		 * file offset, both.
+		 */
+		f.offset = info.vaddr;
 	}
 	f.rel = info.vaddr;
 	return add_frame(s, &f, v, idx);

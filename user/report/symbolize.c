@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Symbolizer: binaries and debug files found by build ID, demangled names, DWARF lines, kallsyms. */
+#include <dwarf.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -30,6 +31,24 @@ struct sym_module {
 	Dwarf *dwarf;
 	bool dwarf_tried;
 	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
+	struct elf_sym *syms;	/* functions and code labels, by address; read on first use */
+	size_t nsyms;
+	bool syms_read;
+	Elf *sym_elf[2];	/* the files their names are in, kept open: debug file, binary */
+	int sym_fd[2];
+};
+
+/*
+ * A symbol as perf's loader takes it, for what the function table cannot
+ * answer: the aliases of one address, to choose among as perf does, and
+ * untyped code labels (ld.so's _start is STT_NOTYPE of size 0).
+ */
+struct elf_sym {
+	uint64_t addr, size;
+	uint64_t sec_end;	/* the end of its section */
+	const char *name;	/* in a string table of sym_elf[] */
+	bool label;		/* STT_NOTYPE */
+	uint8_t bind;		/* STB_* */
 };
 
 struct ksym {
@@ -69,6 +88,13 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 
 static void module_free(struct sym_module *m)
 {
+	free(m->syms);
+	for (int i = 0; i < 2; i++) {
+		if (m->sym_elf[i])
+			elf_end(m->sym_elf[i]);
+		if (m->sym_fd[i] >= 0)
+			close(m->sym_fd[i]);
+	}
 	sfu_module__put(m->bin);
 	sfu_module__put(m->dbg);
 	if (m->dwarf)
@@ -251,6 +277,7 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 		return NULL;
 	}
 	m->dwarf_fd = -1;
+	m->sym_fd[0] = m->sym_fd[1] = -1;
 	memcpy(m->build_id, build_id, build_id_len);
 	m->build_id_len = build_id_len;
 	slash = strrchr(m->path, '/');
@@ -313,26 +340,60 @@ char *symbolizer__demangle(const char *name)
 	return dm;
 }
 
-/* The demangled (or plain) name of the symbol starting at @start, cached. */
+static const char *dwarf_func_name(struct sym_module *m, uint64_t start);
+static const char *best_alias(struct sym_module *m, uint64_t start);
+
+/*
+ * The name shown for the function starting at @start, cached, as perf's
+ * output names it. One symbol there: its name, demangled. Several (aliases:
+ * glibc's .symver makes __libc_start_main@@GLIBC_2.34 and
+ * __libc_start_main@GLIBC_2.2.5 of __libc_start_main_impl), or a versioned
+ * name: the function's DWARF name when there is DWARF (perf's default output
+ * shows the function addr2line finds where it differs from the symbol's),
+ * else the alias perf's loader keeps (choose_best_symbol(): sized, not
+ * weak, global, fewest leading underscores, longest).
+ */
 static const char *display_name(struct sym_module *m, uint64_t start, const char *raw)
 {
+	bool mangled = !strncmp(raw, "_Z", 2) || !strncmp(raw, "_R", 2);
+	const char *alias = best_alias(m, start), *name = raw;
 	uint64_t *slot;
-	char *dm;
+	char *dm = NULL;
 
-	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
+	if (!alias && !strchr(raw, '@') && !mangled)
 		return raw;
 	if ((!m->names && !(m->names = hmap__new(HMAP_U64))) ||
 	    hmap__entry_u64(m->names, start, &slot))
 		return raw;
 	if (*slot)
 		return (const char *)(uintptr_t)*slot;
-	dm = symbolizer__demangle(raw);
-	if (!dm && !(dm = strdup(raw))) {
+	if (alias || strchr(raw, '@')) {
+		const char *dw = dwarf_func_name(m, start);
+
+		name = dw && *dw ? dw : alias ? alias : raw;
+	}
+	if (!(dm = symbolizer__demangle(name)))
+		dm = strdup(name);
+	if (!dm) {
 		hmap__delete_u64(m->names, start, NULL);
 		return raw;
 	}
 	*slot = (uintptr_t)dm;
 	return dm;
+}
+
+/* Open the module's DWARF (the debug file's, else the binary's) on first use. */
+static void module_dwarf(struct sym_module *m)
+{
+	const char *path;
+
+	if (m->dwarf_tried)
+		return;
+	m->dwarf_tried = true;
+	path = sfu_module__path(m->dbg ? m->dbg : m->bin);
+	m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (m->dwarf_fd >= 0)
+		m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
 }
 
 static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *out)
@@ -341,14 +402,7 @@ static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *o
 	Dwarf_Line *line;
 	int lineno;
 
-	if (!m->dwarf_tried) {
-		const char *path = sfu_module__path(m->dbg ? m->dbg : m->bin);
-
-		m->dwarf_tried = true;
-		m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (m->dwarf_fd >= 0)
-			m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
-	}
+	module_dwarf(m);
 	if (!m->dwarf || !dwarf_addrdie(m->dwarf, vaddr, &cu) ||
 	    !(line = dwarf_getsrc_die(&cu, vaddr)))
 		return;
@@ -388,6 +442,219 @@ int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out);
 
+static int elf_sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* functions first: at one address a function names the code, not a label */
+	if (x->label != y->label)
+		return x->label ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * Add the functions and code labels of ELF file @path's symbol table (slot
+ * @slot of sym_elf[], kept open for the names), as perf's loader takes
+ * them: labels are STT_NOTYPE, named, in an executable section, not hidden
+ * or internal. @return 0 or -ENOMEM (what was added stays).
+ */
+static int read_syms(struct sym_module *m, int slot, const char *path, size_t *cap)
+{
+	uint32_t type = SHT_DYNSYM;
+	Elf_Scn *scn = NULL;
+	size_t shnum;
+	Elf *elf;
+
+	if ((m->sym_fd[slot] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = m->sym_elf[slot] = elf_begin(m->sym_fd[slot], ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_getshdrnum(elf, &shnum))
+		return 0;
+	/* one table, as perf loads one: .symtab, else .dynsym (a debug file's is NOBITS) */
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+			type = SHT_SYMTAB;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Shdr shdr;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type ||
+		    !shdr.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		n = data->d_size / shdr.sh_entsize;
+		for (size_t i = 1; i < n; i++) {
+			int type, vis;
+			const char *name;
+			GElf_Shdr sec;
+			GElf_Sym sym;
+			Elf_Scn *in;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum || !sym.st_value)
+				continue;
+			type = GELF_ST_TYPE(sym.st_info);
+			vis = GELF_ST_VISIBILITY(sym.st_other);
+			if (type != STT_NOTYPE && type != STT_FUNC && type != STT_GNU_IFUNC)
+				continue;
+			if (!(in = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(in, &sec) ||
+			    !(sec.sh_flags & SHF_EXECINSTR) || sym.st_value < sec.sh_addr ||
+			    sym.st_value - sec.sh_addr >= sec.sh_size)
+				continue;
+			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (!name || !*name ||
+			    (type == STT_NOTYPE && (vis == STV_HIDDEN || vis == STV_INTERNAL)))
+				continue;
+			if (VEC_RESERVE(m->syms, *cap, m->nsyms + 1, 256))
+				return -ENOMEM;
+			m->syms[m->nsyms++] = (struct elf_sym){
+				.addr = sym.st_value, .size = sym.st_size,
+				.sec_end = sec.sh_addr + sec.sh_size, .name = name,
+				.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
+			};
+		}
+	}
+	return 0;
+}
+
+/* The module's symbols, read on first use: the debug file's, else the binary's (perf's choice). */
+static void module_syms(struct sym_module *m)
+{
+	size_t cap = 0;
+
+	if (m->syms_read)
+		return;
+	m->syms_read = true;
+	if (m->dbg)
+		read_syms(m, 0, sfu_module__path(m->dbg), &cap);
+	if (!m->nsyms && m->bin && m->bin != m->dbg)
+		read_syms(m, 1, sfu_module__path(m->bin), &cap);
+	if (m->nsyms)
+		qsort(m->syms, m->nsyms, sizeof(*m->syms), elf_sym_cmp);
+}
+
+/* The index of the first symbol at an address past @vaddr. */
+static size_t syms_after(const struct sym_module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi = m->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The code label holding ELF address @vaddr, for an address no function
+ * symbol covers: the first symbol at the last address at or before it, if
+ * a label, up to the next symbol or its section's end, as perf's
+ * symbols__fixup_end extends a symbol of size 0. @return its name, or NULL.
+ */
+static const char *label_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+{
+	size_t lo, hi;
+
+	module_syms(m);
+	hi = syms_after(m, vaddr);
+	if (!hi)
+		return NULL;
+	for (lo = hi - 1; lo && m->syms[lo - 1].addr == m->syms[hi - 1].addr; lo--)
+		;
+	if (!m->syms[lo].label || vaddr >= m->syms[lo].sec_end ||
+	    (hi < m->nsyms && vaddr >= m->syms[hi].addr))
+		return NULL;
+	*offset = vaddr - m->syms[lo].addr;
+	return m->syms[lo].name;
+}
+
+/* perf's choose_best_symbol(): whether @a is a better name than @b for their address. */
+static bool better_alias(const struct elf_sym *a, const struct elf_sym *b)
+{
+	size_t ua = strspn(a->name, "_"), ub = strspn(b->name, "_"), la, lb;
+
+	if (!a->size != !b->size)
+		return a->size;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return b->bind == STB_WEAK;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL;
+	if (ua != ub)
+		return ua < ub;
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la > lb;
+	/* perf keeps the first of its tree here; a fixed order instead */
+	return strcmp(a->name, b->name) < 0;
+}
+
+/*
+ * The name perf's loader keeps for the function at @start when several
+ * function symbols name it (glibc: __libc_start_main_impl,
+ * __libc_start_main@@GLIBC_2.34, __libc_start_main@GLIBC_2.2.5...), or NULL
+ * when one name does.
+ */
+static const char *best_alias(struct sym_module *m, uint64_t start)
+{
+	const struct elf_sym *best = NULL, *prev = NULL;
+	size_t hi, names = 0;
+
+	module_syms(m);
+	hi = syms_after(m, start);
+	/* at one address functions come first, in name order: a repeated name is adjacent */
+	for (size_t i = hi; i-- > 0 && m->syms[i].addr == start;) {
+		const struct elf_sym *s = &m->syms[i];
+
+		if (s->label)
+			continue;
+		if (!prev || strcmp(s->name, prev->name))
+			names++;
+		prev = s;
+		if (!best || better_alias(s, best))
+			best = s;
+	}
+	return names > 1 ? best->name : NULL;
+}
+
+/*
+ * The DWARF name of the function starting at @start: the subprogram of its
+ * compilation unit whose ranges hold it, through its abstract origin (not
+ * dwarf_getscopes(), which gives an inlined callee's abstract scopes instead
+ * of the function it was inlined into). @return NULL when there is no DWARF
+ * or no such subprogram.
+ */
+static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
+{
+	Dwarf_Die cu, die;
+	int more;
+
+	module_dwarf(m);
+	if (!m->dwarf || !dwarf_addrdie(m->dwarf, start, &cu) || dwarf_child(&cu, &die))
+		return NULL;
+	for (more = 0; !more; more = dwarf_siblingof(&die, &die)) {
+		Dwarf_Attribute attr;
+
+		/* a C++ function's DW_AT_name is unqualified: its linkage name, demangled, is not */
+		if (dwarf_tag(&die) == DW_TAG_subprogram && dwarf_haspc(&die, start) > 0)
+			return dwarf_attr_integrate(&die, DW_AT_linkage_name, &attr) ||
+			       dwarf_attr_integrate(&die, DW_AT_MIPS_linkage_name, &attr) ||
+			       dwarf_attr_integrate(&die, DW_AT_name, &attr) ?
+			       dwarf_formstring(&attr) : NULL;
+	}
+	return NULL;
+}
+
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
 			       const struct sym_mapping *map, bool is_ra, struct sym_info *out)
 {
@@ -411,7 +678,8 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 	/* a return address may follow a call to a noreturn function at the end of its caller */
 	look = is_ra && vaddr ? vaddr - 1 : vaddr;
 	if ((!m->dbg || sfu_module__symbolize(m->dbg, look, &name, &off)) &&
-	    sfu_module__symbolize(m->bin, look, &name, &off))
+	    sfu_module__symbolize(m->bin, look, &name, &off) &&
+	    !(name = label_lookup(m, look, &off)))
 		return false;
 	out->offset = off + (vaddr - look);
 	out->name = display_name(m, look - off, name);

@@ -54,7 +54,7 @@ static int fail(const char *verb, const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "sfprof: cbf %s: ", verb);
+	fprintf(stderr, "sfprof cbf %s: ", verb);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -333,7 +333,7 @@ int cmd_cbf(int argc, char **argv)
 	int c;
 
 	if (argc < 2) {
-		fprintf(stderr, "sfprof: cbf: no command given (decode or encode)\n\n");
+		fprintf(stderr, "sfprof cbf: no command given (decode or encode)\n\n");
 		usage(stderr);
 		return 2;
 	}
@@ -343,7 +343,7 @@ int cmd_cbf(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(verb, "decode") && strcmp(verb, "encode")) {
-		fprintf(stderr, "sfprof: cbf: unknown command '%s' (decode or encode)\n", verb);
+		fprintf(stderr, "sfprof cbf: unknown command '%s' (decode or encode)\n", verb);
 		return 2;
 	}
 	argc--;
@@ -361,26 +361,26 @@ int cmd_cbf(int argc, char **argv)
 				word_given = true;
 				break;
 			}
-			fprintf(stderr, "sfprof: cbf %s: --word takes 16, 32 or 64, not '%s'\n",
+			fprintf(stderr, "sfprof cbf %s: --word takes 16, 32 or 64, not '%s'\n",
 				verb, optarg);
 			return 2;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "sfprof: cbf %s: unknown option '%s' (see sfprof cbf --help)\n",
+			fprintf(stderr, "sfprof cbf %s: unknown option '%s' (see sfprof cbf --help)\n",
 				verb, argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "sfprof: cbf %s: unexpected argument '%s' (input comes from stdin)\n",
+		fprintf(stderr, "sfprof cbf %s: unexpected argument '%s' (input comes from stdin)\n",
 			verb, argv[optind]);
 		return 2;
 	}
 	if (!strcmp(verb, "decode")) {
 		if (word_given) {
-			fprintf(stderr, "sfprof: cbf decode: --word is for encode; the bytes say their word size\n");
+			fprintf(stderr, "sfprof cbf decode: --word is for encode; the bytes say their word size\n");
 			return 2;
 		}
 		return decode(hex);

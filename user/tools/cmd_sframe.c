@@ -58,7 +58,7 @@ static void report(const char *path, const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "sfprof: %s: ", path);
+	fprintf(stderr, "sfprof sframe: %s: ", path);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -269,13 +269,13 @@ int cmd_sframe(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "sfprof: sframe: unknown option '%s' (see sfprof sframe --help)\n",
+			fprintf(stderr, "sfprof sframe: unknown option '%s' (see sfprof sframe --help)\n",
 				argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "sfprof: sframe: no FILE given\n\n");
+		fprintf(stderr, "sfprof sframe: no FILE given\n\n");
 		usage(stderr);
 		return 2;
 	}
@@ -288,7 +288,7 @@ int cmd_sframe(int argc, char **argv)
 			first = false;
 	}
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "sfprof: sframe: cannot write to stdout: %s\n", strerror(errno));
+		fprintf(stderr, "sfprof sframe: cannot write to stdout: %s\n", strerror(errno));
 		status = 1;
 	}
 	return status;

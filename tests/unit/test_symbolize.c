@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The report's symbolizer names addresses as perf does: code labels, and the alias perf keeps. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "symbolize.h"
+
+#define TEXT_ADDR 0x1000u
+#define TEXT_SIZE 0x1000u
+#define MAP_START 0x7f0000000000ull
+
+struct sym_spec {
+	const char *name;
+	uint64_t value, size;
+	unsigned char type, bind, vis;
+};
+
+struct lookup {
+	uint64_t vaddr;
+	bool is_ra;
+	const char *want;	/* NULL: no name */
+	uint64_t offset;
+};
+
+struct sym_case {
+	const char *what;
+	struct sym_spec syms[8];
+	struct lookup lookups[8];
+};
+
+static const struct sym_case cases[] = {
+	{ "labels: ld.so's _start (NOTYPE, size 0) up to the next symbol",
+	  { { "_start", 0x1100, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT },
+	    { "_dl_start_user", 0x1108, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT },
+	    { "fn", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "hidden_label", 0x1300, 0, STT_NOTYPE, STB_LOCAL, STV_HIDDEN } },
+	  { { 0x1107, false, "_start", 7 },
+	    { 0x1108, true, "_start", 8 },		/* looked up at 0x1107 */
+	    { 0x1110, false, "_dl_start_user", 8 },
+	    { 0x11f0, false, "_dl_start_user", 0xe8 },
+	    { 0x1210, false, "fn", 0x10 },
+	    { 0x1250, false, NULL, 0 },			/* past fn's size, no label */
+	    { 0x1310, false, NULL, 0 } } },		/* a hidden label names nothing */
+	{ "aliases: perf's choose_best_symbol() without DWARF",
+	  { { "impl", 0x1100, 0x40, STT_FUNC, STB_LOCAL, STV_DEFAULT },
+	    { "__work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "weak_work", 0x1100, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT },
+	    { "short", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "a_long_name", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "__x", 0x1300, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "_y", 0x1300, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT } },
+	  { { 0x1110, false, "work", 0x10 },		/* global, fewest underscores */
+	    { 0x1201, false, "a_long_name", 1 },	/* then the longest */
+	    { 0x1300, false, "__x", 0 } } },		/* not weak before underscores */
+	{ "aliases: sized first; a versioned name stays without DWARF (perf --no-inline)",
+	  { { "zero", 0x1100, 0, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "sized_one", 0x1100, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "f_impl", 0x1200, 0x20, STT_FUNC, STB_LOCAL, STV_DEFAULT },
+	    { "f@@V_2", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
+	    { "f@V_1", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT } },
+	  { { 0x1104, false, "sized_one", 4 },
+	    { 0x1204, false, "f@@V_2", 4 } } },	/* equal length: name order */
+};
+
+/* Write an ELF file: one R+X PT_LOAD of .text, and a .symtab of @syms. @return 0 or -errno. */
+static int write_elf(const char *path, const struct sym_spec *syms, size_t n)
+{
+	static const char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
+	Elf64_Sym table[9] = { { 0 } };
+	char strtab[512] = "";
+	size_t strlen_used = 1;
+	uint8_t *text = calloc(1, TEXT_SIZE);
+	Elf_Scn *scn[4];
+	Elf_Data *data;
+	Elf64_Ehdr *eh;
+	Elf64_Phdr *ph;
+	uint64_t off;
+	int fd, err = -EIO;
+	Elf *e;
+
+	if (!text)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(syms[i].name) + 1;
+
+		table[i + 1] = (Elf64_Sym){
+			.st_name = (Elf64_Word)strlen_used,
+			.st_info = ELF64_ST_INFO(syms[i].bind, syms[i].type),
+			.st_other = syms[i].vis,
+			.st_shndx = 1,
+			.st_value = syms[i].value,
+			.st_size = syms[i].size,
+		};
+		memcpy(strtab + strlen_used, syms[i].name, len);
+		strlen_used += len;
+	}
+	struct {
+		const void *buf;
+		size_t size, align;
+		Elf_Type type;
+		uint32_t name, sh_type;
+		uint64_t flags, addr, entsize;
+	} secs[4] = {
+		{ text, TEXT_SIZE, 16, ELF_T_BYTE, 1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
+		  TEXT_ADDR, 0 },
+		{ table, (n + 1) * sizeof(Elf64_Sym), 8, ELF_T_SYM, 7, SHT_SYMTAB, 0, 0,
+		  sizeof(Elf64_Sym) },
+		{ strtab, strlen_used, 1, ELF_T_BYTE, 15, SHT_STRTAB, 0, 0, 0 },
+		{ shstr, sizeof(shstr), 1, ELF_T_BYTE, 23, SHT_STRTAB, 0, 0, 0 },
+	};
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		free(text);
+		return -errno;
+	}
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_WRITE, NULL);
+	if (!e || !(eh = elf64_newehdr(e)) || !(ph = elf64_newphdr(e, 1)))
+		goto out;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	elf_flagelf(e, ELF_C_SET, ELF_F_LAYOUT);
+	off = TEXT_ADDR;
+	for (int i = 0; i < 4; i++) {
+		GElf_Shdr sh;
+
+		if (!(scn[i] = elf_newscn(e)) || !(data = elf_newdata(scn[i])))
+			goto out;
+		data->d_buf = (void *)secs[i].buf;
+		data->d_size = secs[i].size;
+		data->d_align = secs[i].align;
+		data->d_type = secs[i].type;
+		data->d_version = EV_CURRENT;
+		off = (off + secs[i].align - 1) & ~(uint64_t)(secs[i].align - 1);
+		if (!gelf_getshdr(scn[i], &sh))
+			goto out;
+		sh.sh_name = secs[i].name;
+		sh.sh_type = secs[i].sh_type;
+		sh.sh_flags = secs[i].flags;
+		sh.sh_addr = secs[i].addr;
+		sh.sh_offset = off;
+		sh.sh_size = secs[i].size;
+		sh.sh_addralign = secs[i].align;
+		sh.sh_entsize = secs[i].entsize;
+		sh.sh_link = i == 1 ? 3 : 0;	/* .symtab's names are in .strtab, section 3 */
+		sh.sh_info = i == 1 ? (uint32_t)n + 1 : 0;
+		if (!gelf_update_shdr(scn[i], &sh))
+			goto out;
+		off += secs[i].size;
+	}
+	eh->e_shstrndx = 4;
+	eh->e_shoff = (off + 7) & ~7ull;
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,
+			    .p_vaddr = 0, .p_paddr = 0, .p_filesz = TEXT_ADDR + TEXT_SIZE,
+			    .p_memsz = TEXT_ADDR + TEXT_SIZE, .p_align = 0x1000 };
+	if (elf_update(e, ELF_C_WRITE) < 0)
+		goto out;
+	err = 0;
+out:
+	if (err)
+		fprintf(stderr, "write_elf: %s\n", elf_errmsg(-1));
+	elf_end(e);
+	close(fd);
+	free(text);
+	return err;
+}
+
+static void test_cases(void **state)
+{
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct sym_case *sc = &cases[c];
+		const struct sym_mapping map = { MAP_START, 0, PROT_READ | PROT_EXEC };
+		char path[] = "/tmp/test_symbolize.XXXXXX";
+		struct symbolizer *s;
+		struct sym_module *m;
+		size_t n = 0;
+		int fd = mkstemp(path);
+
+		assert_true(fd >= 0);
+		close(fd);
+		while (n < 8 && sc->syms[n].name)
+			n++;
+		assert_int_equal(write_elf(path, sc->syms, n), 0);
+		s = symbolizer__new(&(struct symbolizer_opts){ .no_debuginfod = true,
+							       .no_lines = true });
+		assert_non_null(s);
+		m = symbolizer__module(s, (const uint8_t *)"", 0, path);
+		assert_non_null(m);
+		assert_true(sym_module__found(m));
+		for (size_t i = 0; i < 8 && sc->lookups[i].vaddr; i++) {
+			const struct lookup *l = &sc->lookups[i];
+			struct sym_info info;
+			bool named = symbolizer__lookup_mapped(s, m, MAP_START + l->vaddr, &map,
+							       l->is_ra, &info);
+
+			if (named != (l->want != NULL) ||
+			    (named && (strcmp(info.name, l->want) || info.offset != l->offset)))
+				fail_msg("%s: %#llx%s: got %s+%#llx, want %s+%#llx", sc->what,
+					 (unsigned long long)l->vaddr, l->is_ra ? " (ra)" : "",
+					 named ? info.name : "(none)",
+					 (unsigned long long)info.offset,
+					 l->want ? l->want : "(none)", (unsigned long long)l->offset);
+			assert_int_equal(info.vaddr, l->vaddr);
+		}
+		symbolizer__free(s);
+		unlink(path);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cases),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
