@@ -48,7 +48,7 @@ int buildid_record__finish(struct buildid_keeper *k, FILE *out)
 
 	if (buildid_cache_dir(dir, sizeof(dir)))
 		snprintf(dir, sizeof(dir), "?");
-	fprintf(out, "sfprof: build-ID cache %s: %" PRIu64 " binaries, %" PRIu64 " kept now (%"
+	fprintf(out, "sfprof record: build-ID cache %s: %" PRIu64 " binaries, %" PRIu64 " kept now (%"
 		PRIu64 " hard links, %" PRIu64 " copies of %.1f MiB in %.2f s), %" PRIu64
 		" there already; %.1f MiB held", dir, st.offered, st.linked + st.copied, st.linked,
 		st.copied, mib(st.copied_bytes), st.copy_ns / 1e9, st.present, mib(st.held_bytes));
@@ -57,17 +57,17 @@ int buildid_record__finish(struct buildid_keeper *k, FILE *out)
 			mib(st.evicted_bytes));
 	fputc('\n', out);
 	if (st.over_bound)
-		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
+		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
 			"bound (--buildid-cache-size) is smaller than what this recording needs\n",
 			st.over_bound);
 	if (st.unopened || st.mismatched || st.dropped)
-		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
+		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
 			" could no longer be opened, %" PRIu64 " were replaced by another build "
 			"before they were read, %" PRIu64 " past the bound of files held at once\n",
 			st.unopened + st.mismatched + st.dropped, st.unopened, st.mismatched,
 			st.dropped);
 	if (err)
-		fprintf(out, "sfprof: build-ID cache: %" PRIu64 " binaries not kept: %s\n",
+		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: %s\n",
 			st.failed, st.first_error);
 	return err;
 }

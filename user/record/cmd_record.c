@@ -482,12 +482,12 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	if (ps.dropped_events)
 		fprintf(stderr, "sfprof record: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);
-	fprintf(stderr, "sfprof: files: %" PRIu64 " opened when mapped (of %" PRIu64 " executable "
+	fprintf(stderr, "sfprof record: files: %" PRIu64 " opened when mapped (of %" PRIu64 " executable "
 		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
 		"%" PRIu64 " samples over %.0f ms\n", ps.prepare.prepared, ps.prepare.asked,
 		ps.prepare.failed, ps.slowest_ns / 1e6, ps.slow, PIPELINE_SLOW_NS / 1e6);
 	if (ps.modules_refused)
-		fprintf(stderr, "sfprof: %" PRIu64 " files not loaded at the unwind tables' bound "
+		fprintf(stderr, "sfprof record: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
 			"alone\n", ps.modules_refused, (double)(r->max_memory / 4) / 1048576.0);
 	if (stack_resets)

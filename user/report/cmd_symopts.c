@@ -16,7 +16,7 @@ bool sym_option(int c, const char *arg, struct symbolizer_opts *o, const char **
 	switch (c) {
 	case OPT_SYM_BUILDID_DIR:
 		if (o->num_buildid_dirs == MAX_BUILDID_DIRS) {
-			fprintf(stderr, "sfprof: more than %d --buildid-dir: %s not searched\n",
+			fprintf(stderr, "sfprof %s: more than %d --buildid-dir: %s not searched\n", sfprof_command(),
 				MAX_BUILDID_DIRS, arg);
 			return true;
 		}
