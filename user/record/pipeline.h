@@ -31,6 +31,7 @@ struct pipeline_opts {
 	unsigned max_depth;		/* frames kept per stack */
 	uint32_t copy_start;		/* a new thread's stack copy size */
 	bool copy_adaptive;		/* sizes follow what the unwinds use */
+	bool fp_only;			/* unwind by frame pointers only (--call-graph fp) */
 };
 
 struct pipeline_stats {
