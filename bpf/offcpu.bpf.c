@@ -16,8 +16,10 @@
  * stack unchanged since it blocked: no other program reads another task's
  * user memory), and only then goes to the ring, with the kernel stack held:
  * one ring record per block of min_ns or more, none for shorter ones. A
- * thread that blocked outside a syscall (a page fault) meets no sys_exit
- * with the same registers: its block is counted, not recorded.
+ * thread woken that blocks again before it leaves the syscall (a pipe's
+ * lock after its wait) goes on with the same block. A thread that blocked
+ * outside a syscall (a page fault) meets no sys_exit with the same
+ * registers: its block is counted, not recorded.
  */
 
 /* Set by the loader before the object is loaded. */
@@ -120,11 +122,12 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	__u32 tid, zero = 0;
 	long n;
 
-	/* the one switched in: its time off the CPU ends now */
+	/* the one switched in: this piece of its time off the CPU ends now */
 	tid = next->pid;
 	b = tid ? bpf_map_lookup_elem(&blocked, &tid) : NULL;
-	if (b && !b->off_ns) {
-		b->off_ns = now - b->start_ns ? : 1;
+	if (b && !b->ready) {
+		b->off_ns += now - b->out_ns;
+		b->ready = 1;
 		if (b->off_ns < min_ns) {
 			add(OFFCPU_SHORT, 1);
 			add(OFFCPU_SHORT_NS, b->off_ns);
@@ -136,8 +139,15 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (preempt || prev_state == 0 || !wanted(prev))
 		return 0;
 	tid = prev->pid;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	b = bpf_map_lookup_elem(&blocked, &tid);
-	if (b && b->off_ns) {
+	if (b && b->ready) {
+		/* still in the syscall it blocked in: the same block goes on */
+		if (PT_REGS_IP(regs) == b->pc && PT_REGS_SP(regs) == b->sp) {
+			b->out_ns = now;
+			b->ready = 0;
+			return 0;
+		}
 		/* it ran since its last block and made no syscall: that block is lost */
 		add(OFFCPU_NOT_SYSCALL, 1);
 		add(OFFCPU_NOT_SYSCALL_NS, b->off_ns);
@@ -145,9 +155,9 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b = bpf_map_lookup_elem(&block_buf, &zero);
 	if (!b)
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	b->start_ns = now;
+	b->start_ns = b->out_ns = now;
 	b->off_ns = 0;
+	b->ready = 0;
 	b->pc = PT_REGS_IP(regs);
 	b->sp = PT_REGS_SP(regs);
 	b->cpu = bpf_get_smp_processor_id();
@@ -172,7 +182,7 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	__u32 *sized;
 
 	b = bpf_map_lookup_elem(&blocked, &tid);
-	if (!b || !b->off_ns)
+	if (!b || !b->ready)
 		return 0;
 	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);

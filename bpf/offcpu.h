@@ -13,14 +13,18 @@
  * A thread that blocked, held from sched_switch until it runs again and
  * leaves the syscall it blocked in: its kernel stack as it blocked, and the
  * user registers its user stack is copied against then (unchanged while it
- * was off the CPU).
+ * was off the CPU). A thread that blocks again in the same syscall before
+ * leaving it (woken, then waiting for a lock) adds to the same block.
  */
 struct offcpu_block {
-	__u64 start_ns;		/* switched out (CLOCK_MONOTONIC) */
-	__u64 off_ns;		/* off the CPU until switched in again; 0 while still off */
+	__u64 start_ns;		/* first switched out (CLOCK_MONOTONIC): the sample's time */
+	__u64 out_ns;		/* last switched out */
+	__u64 off_ns;		/* off the CPU so far, the pieces that ended */
 	__u64 pc, sp;		/* its user registers when it blocked */
 	__u32 cpu;
+	__u32 ready;		/* switched in again: off_ns is whole until it blocks again */
 	__u32 kstack_depth;
+	__u32 reserved;
 	__u64 kstack[MAX_KSTACK_DEPTH];
 };
 

