@@ -182,8 +182,14 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	__u32 *sized;
 
 	b = bpf_map_lookup_elem(&blocked, &tid);
-	if (!b || !b->ready)
+	if (!b)
 		return 0;
+	if (!b->ready) {
+		/* running, so switched in: sched_switch's program did not run then */
+		b->off_ns += bpf_ktime_get_ns() - b->out_ns;
+		b->ready = 1;
+		add(OFFCPU_UNSEEN, 1);
+	}
 	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	mm = task->mm;

@@ -39,6 +39,8 @@ struct offcpu_block {
 #define OFFCPU_NOT_SYSCALL_NS	6	/* their time */
 #define OFFCPU_NO_SCRATCH	7
 #define OFFCPU_USTACK_FAULT	8	/* the first page of the stack could not be read */
-#define OFFCPU_COUNTER_MAX	9
+#define OFFCPU_UNSEEN		9	/* left its syscall with no switch-in seen: its time
+					   off the CPU then ends there, a little late */
+#define OFFCPU_COUNTER_MAX	10
 
 #endif

@@ -624,10 +624,12 @@ static void offcpu_summary(struct record *r)
 	fprintf(stderr, "sfprof: off-cpu: %" PRIu64 " blocks recorded; not recorded: %" PRIu64
 		" shorter than %.3f ms (%.3f s in all), %" PRIu64 " ended outside a syscall "
 		"(%.3f s), %" PRIu64 " with the ring full, %" PRIu64 " with no room to hold them, %"
-		PRIu64 " still blocked at the end; %" PRIu64 " without a user stack\n",
+		PRIu64 " still blocked at the end; %" PRIu64 " without a user stack, %" PRIu64
+		" ended at their syscall's exit (no switch-in seen); %" PRIu64 " runs of the "
+		"programs skipped by the kernel\n",
 		os.emitted, os.short_blocks, r->off_cpu_min_ns / 1e6, os.short_ns / 1e9,
 		os.not_syscall, os.not_syscall_ns / 1e9, os.lost, os.full, os.still_blocked,
-		os.ustack_fault);
+		os.ustack_fault, os.unseen, os.prog_misses);
 }
 
 /* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */

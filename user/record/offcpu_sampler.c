@@ -122,6 +122,18 @@ void offcpu_sampler__detach(struct offcpu_sampler *oc)
 	oc->still_blocked = count_blocked(oc);
 }
 
+/* Runs of @prog the kernel skipped: it was already running on that CPU. */
+static uint64_t prog_misses(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return 0;
+	return info.recursion_misses;
+}
+
 void offcpu_sampler__stats(struct offcpu_sampler *oc, struct offcpu_stats *st)
 {
 	uint64_t *vals = calloc(oc->ncpus, sizeof(*vals)), sum[OFFCPU_COUNTER_MAX] = { 0 };
@@ -137,8 +149,10 @@ void offcpu_sampler__stats(struct offcpu_sampler *oc, struct offcpu_stats *st)
 		.short_blocks = sum[OFFCPU_SHORT], .short_ns = sum[OFFCPU_SHORT_NS],
 		.full = sum[OFFCPU_FULL], .not_syscall = sum[OFFCPU_NOT_SYSCALL],
 		.not_syscall_ns = sum[OFFCPU_NOT_SYSCALL_NS],
-		.ustack_fault = sum[OFFCPU_USTACK_FAULT],
+		.ustack_fault = sum[OFFCPU_USTACK_FAULT], .unseen = sum[OFFCPU_UNSEEN],
 		.still_blocked = oc->attached ? count_blocked(oc) : oc->still_blocked,
+		.prog_misses = prog_misses(oc->skel->progs.offcpu_switch) +
+			       prog_misses(oc->skel->progs.offcpu_sys_exit),
 	};
 }
 

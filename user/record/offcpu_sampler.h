@@ -26,6 +26,9 @@ struct offcpu_stats {
 	uint64_t not_syscall, not_syscall_ns;	/* woke outside a syscall: not recorded */
 	uint64_t ustack_fault;		/* recorded without a user stack */
 	uint64_t still_blocked;		/* off the CPU when the recording stopped: not recorded */
+	uint64_t unseen;		/* no switch-in seen: ended at the syscall's exit */
+	uint64_t prog_misses;		/* runs of the programs the kernel skipped (recursion):
+					   a switch-out missed is a block not seen at all */
 };
 
 struct offcpu_sampler;
