@@ -16,6 +16,8 @@
  *                   spins in on_cpu_spin meanwhile. Prints the time each of A and
  *                   B spent in its blocking calls (CLOCK_MONOTONIC around them), in
  *                   ns, and its thread id: "A NS TID" and "B NS TID".
+ *   pingpong SECS   two threads bounce a byte over two pipes for SECS (each round
+ *                   trip blocks each thread once); prints "round-trips/s N"
  */
 #include <errno.h>
 #include <pthread.h>
@@ -213,6 +215,43 @@ NOINLINE void off_feed(long n)
 		exit(3);
 }
 
+/* --- pingpong --- */
+
+static int ping[2], pong[2];
+
+static void *ponger(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(ping[0], &c, 1) == 1 && c == 'p')
+		if (write(pong[1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+static void pingpong(long secs)
+{
+	uint64_t end = now_ns() + secs * 1000000000ull, trips = 0, t0 = now_ns();
+	pthread_t t;
+	char c = 'p';
+
+	if (pipe(ping) || pipe(pong))
+		exit(3);
+	pthread_create(&t, NULL, ponger, NULL);
+	while (now_ns() < end) {
+		for (int i = 0; i < 1000; i++)
+			if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+				exit(3);
+		trips += 1000;
+	}
+	c = 'q';
+	if (write(ping[1], &c, 1) != 1)
+		exit(3);
+	pthread_join(t, NULL);
+	printf("round-trips/s %.0f\n", trips / ((now_ns() - t0) / 1e9));
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t a, b, c;
@@ -252,6 +291,8 @@ int main(int argc, char **argv)
 		pthread_join(c, NULL);
 		printf("A %llu %ld\nB %llu %ld\n", (unsigned long long)blocked_a, tid_a,
 		       (unsigned long long)blocked_b, tid_b);
+	} else if (!strcmp(argv[1], "pingpong")) {
+		pingpong(n);
 	} else {
 		return 2;
 	}
