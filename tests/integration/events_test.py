@@ -16,7 +16,8 @@ through `sfprof dump` (profile_oracle.py: readelf, nm):
               main), and the process's samples are what `perf stat -e
               page-faults` counts (within 1%: sfprof's start at the fork, perf's
               at the exec); their weights add up to N with -c 10; `-e cs -c 1` on the
-              off-CPU program: one sample per sleep of thread A in off_a_sleep.
+              off-CPU program: one sample per sleep of thread A in off_a_sleep
+              (two more at most: a preemption there).
   default     without -e the file holds no event record and samples name no
               event (files as before -e); with -e cpu-clock,page-faults both
               records, in that order, each sample naming one of them.
@@ -227,7 +228,9 @@ def case_faults(ctx):
     sleeps = sum(1 for s in prof.samples if s.event == eid and
                  program_chain(ctx, s, exe)[:1] == ['off_a_sleep'])
     log(f'{sleeps} context switches in off_a_sleep')
-    expect(sleeps == rounds, fails, f'{sleeps} context switches in off_a_sleep, want {rounds}')
+    # one per sleep, and now and then a preemption in the few instructions around it
+    expect(rounds <= sleeps <= rounds + 2, fails,
+           f'{sleeps} context switches in off_a_sleep, want {rounds}')
     raise_fails(fails)
 
 
