@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* The sampler: at each cpu-clock tick, a task's user registers, a copy of its user stack and its kernel stack. */
+/* The sampler: at each sample of a perf event or tracepoint hit, a task's user registers, a copy of its user stack and its kernel stack. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
 #include "sample.h"
-
-#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
-#define START_SLACK 64		/* bytes copied past the sp a process started with (see sample()) */
+#include "sample.bpf.h"
 
 /* Set by the loader before the object is loaded. */
 const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES:
 						 * for threads without a size in stack_sizes */
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
+const volatile bool filter_tids = false;	/* only tids in `tids` (-t) */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
@@ -30,11 +29,26 @@ struct {
 } targets SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} tids SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(max_entries, COUNTER_MAX);
 } counters SEC(".maps");
+
+/* A tracepoint's hits on this CPU since its last sample (its period is in the cookie). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, MAX_EVENTS);
+} tp_hits SEC(".maps");
 
 /* The user-stack copy size of each thread (tid) the loader has sized: it learns from the unwinds. */
 struct {
@@ -45,18 +59,9 @@ struct {
 } stack_sizes SEC(".maps");
 
 /*
- * A sample is assembled here, then copied into the ring at its exact size:
- * the header, the kernel stack's kstack_depth words, the user stack right
- * after them. One per CPU (the loader sets max_entries): a perf_event
- * program does not nest on its CPU. A per-CPU array cannot hold values this
- * large.
+ * One scratch sample per CPU (the loader sets max_entries): perf_event and
+ * tracepoint programs do not nest on a CPU (the kernel's bpf_prog_active).
  */
-struct scratch {
-	struct sample_hdr h;
-	/* a chunk more than ever filled: what the verifier can prove of the last, partial chunk */
-	__u8 data[MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK];
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
@@ -93,51 +98,22 @@ static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 #endif
 }
 
-/*
- * Copy @size bytes of the user stack from sp upwards to @sc's data after
- * @kbytes of kernel stack, in pieces that never cross a page, so that a
- * piece fails only at the end of the stack's mapping (or at a page never
- * touched); stops there. Returns the bytes copied: @size, or fewer where
- * the stack ends.
- *
- * The page sp is in, then whole pages, then what is left: the loop's offset
- * depends only on its counter and the first piece, so that the verifier
- * walks it once per page (an offset that also carried the partial pieces
- * multiplied its states past its limit at 64 pages).
- */
-static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size)
+/* Whether the current task is one recorded. */
+static __always_inline bool wanted(__u32 tgid, __u32 tid)
 {
-	__u64 off, pages, n;
-	__u8 *dst;
-
-	if (!size || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
-		return 0;
-	dst = sc->data + kbytes;
-	off = STACK_CHUNK - (sp & (STACK_CHUNK - 1));
-	if (off > size)
-		off = size;
-	/* in 64 bits, masked, so that the verifier keeps the bound */
-	asm volatile("%[n] &= 0x1fff" : [n] "+r"(off));
-	if (off > STACK_CHUNK || !off || bpf_probe_read_user(dst, off, (const void *)sp))
-		return 0;
-	pages = (size - off) / STACK_CHUNK;
-	for (int i = 0; i < MAX_USTACK_BYTES / STACK_CHUNK; i++) {
-		if (i >= pages)
-			break;
-		if (bpf_probe_read_user(dst + off, STACK_CHUNK, (const void *)(sp + off)))
-			return off;
-		off += STACK_CHUNK;
-	}
-	n = size - off;
-	asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
-	if (n && n < STACK_CHUNK && off <= MAX_USTACK_BYTES &&
-	    !bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
-		off += n;
-	return off;
+	if (!tid || tgid == self_tgid)
+		return false;	/* idle, or ourselves */
+	if (filter_tids)
+		return bpf_map_lookup_elem(&tids, &tid);
+	return !filter_pids || bpf_map_lookup_elem(&targets, &tgid);
 }
 
-SEC("perf_event")
-int sample(struct bpf_perf_event_data *ctx)
+/*
+ * The sample of the current task into the ring: @user when the event
+ * interrupted user code (no kernel stack then), else its kernel stack from
+ * @ctx.
+ */
+static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 weight)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
@@ -146,14 +122,9 @@ int sample(struct bpf_perf_event_data *ctx)
 	struct sample_hdr *h;
 	struct scratch *sc;
 	__u32 *sized;
-	__u64 kbytes = 0, len, start;
-	__u32 size;
+	__u64 kbytes = 0, len;
 	long n;
 
-	if (!tid || tgid == self_tgid)
-		return 0;	/* idle, or ourselves */
-	if (filter_pids && !bpf_map_lookup_elem(&targets, &tgid))
-		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc) {
 		count(COUNTER_NO_SCRATCH);
@@ -167,9 +138,12 @@ int sample(struct bpf_perf_event_data *ctx)
 	h->flags = 0;
 	h->pc = h->sp = h->fp = h->lr = 0;
 	h->ustack_len = 0;
+	h->weight = weight;
+	h->event = event;
+	h->reserved = 0;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 
-	if (!interrupted_user(ctx)) {
+	if (!user) {
 		h->flags |= SAMPLE_F_IN_KERNEL;
 		n = bpf_get_stack(ctx, sc->data, MAX_KSTACK_DEPTH * 8, 0);
 		if (n > 0)
@@ -187,29 +161,8 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
 	} else if (mm) {
-		/* the registers the task had in user space, even when it is in a syscall now */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-
-		h->flags |= SAMPLE_F_USER_REGS;
-		h->pc = PT_REGS_IP(regs);
-		h->sp = PT_REGS_SP(regs);
-		h->fp = PT_REGS_FP(regs);
-#if defined(__TARGET_ARCH_arm64)
-		h->lr = regs->regs[30];
-#endif
 		sized = bpf_map_lookup_elem(&stack_sizes, &tid);
-		size = sized ? *sized : ustack_size;
-		/*
-		 * On the stack the process started on, no frame lies above the
-		 * sp the kernel gave its entry point: what is past it is argv,
-		 * the environment and the auxiliary vector, kilobytes that no
-		 * unwind reads.
-		 */
-		start = mm->start_stack;
-		if (h->sp < start && start - h->sp + START_SLACK < size)
-			size = start - h->sp + START_SLACK;
-		h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
-		if (!h->ustack_len)
+		if (!fill_user(sc, kbytes, task, mm, sized ? *sized : ustack_size))
 			count(COUNTER_USTACK_FAULT);
 	}
 
@@ -227,6 +180,45 @@ int sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	return 0;
+}
+
+/* A perf event's sample: cpu-clock and the other software and hardware events. */
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+
+	if (!wanted(id >> 32, (__u32)id))
+		return 0;
+	return take_sample(ctx, interrupted_user(ctx), cookie & COOKIE_EVENT_MASK,
+			   cookie & COOKIE_F_WEIGHT_PERIOD ? ctx->sample_period : 1);
+}
+
+/*
+ * A tracepoint hit (-e subsys:name): the kernel runs this at every hit of
+ * every task, whatever the perf event's period, so the period is counted
+ * here, per CPU, among the recorded tasks' hits.
+ */
+SEC("tracepoint")
+int tracepoint_sample(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u64 period = cookie >> COOKIE_PERIOD_SHIFT, *hits;
+	__u32 event = cookie & COOKIE_EVENT_MASK;
+
+	if (!wanted(id >> 32, (__u32)id))
+		return 0;
+	if (period > 1) {
+		__u32 slot = event % MAX_EVENTS;
+
+		hits = bpf_map_lookup_elem(&tp_hits, &slot);
+		if (!hits)
+			return 0;
+		if (++*hits < period)
+			return 0;
+		*hits = 0;
+	}
+	return take_sample(ctx, false, event, period ? period : 1);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -26,6 +26,21 @@
 #define SAMPLE_F_USER_REGS	0x1	/* pc, sp, fp, lr are the thread's user registers */
 #define SAMPLE_F_IN_KERNEL	0x2	/* the sample interrupted kernel code */
 #define SAMPLE_F_KTHREAD	0x4	/* a kernel thread: no user stack */
+#define SAMPLE_F_OFF_CPU	0x8	/* taken when the thread blocked (offcpu.bpf.c) */
+
+#ifndef MAX_EVENTS
+#define MAX_EVENTS		64	/* events of one recording (-e, --off-cpu) */
+#endif
+
+/*
+ * The bpf_cookie of each attachment: the event's id in the profile (0: the
+ * header's default, no event record), whether a sample weighs its period
+ * (events counted) or 1 (timers), and for a tracepoint its period (the BPF
+ * side counts: the kernel runs a tracepoint's program at every hit).
+ */
+#define COOKIE_EVENT_MASK	0xffffull
+#define COOKIE_F_WEIGHT_PERIOD	(1ull << 16)
+#define COOKIE_PERIOD_SHIFT	32
 
 /*
  * One sample in the ring buffer: this header; kstack_depth kernel addresses
@@ -42,6 +57,9 @@ struct sample_hdr {
 	__u32 kstack_depth;
 	__u32 ustack_len;
 	char comm[SAMPLE_COMM_LEN];
+	__u64 weight;		/* events the sample stands for; ns off the CPU (SAMPLE_F_OFF_CPU) */
+	__u32 event;		/* the event's id in the profile, 0: the default (cpu-clock) */
+	__u32 reserved;
 };
 
 /* Indexes of the per-CPU counters map. */

@@ -312,9 +312,13 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 	uint64_t pc = first ? regs->pc : regs->pc - 1;
 	uint8_t source = SFU_SRC_SFRAME;
 	struct sfu_row buf;
-	const struct sfu_row *row = find_row(as, pc, opts->cache, &buf, last, &source);
-	const struct sfu_mapping *m = *last;
+	const struct sfu_row *row;
+	const struct sfu_mapping *m;
 
+	if (opts->fp_only)
+		return step_fp(regs, read, ctx, out);
+	row = find_row(as, pc, opts->cache, &buf, last, &source);
+	m = *last;
 	if (!row && first && opts->arch == SFU_ARCH_AARCH64 && m && m->module &&
 	    sfu_module__in_plt(m->module, pc - m->bias))
 		row = &aarch64_plt_row;

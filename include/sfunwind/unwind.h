@@ -95,6 +95,13 @@ struct sfu_unwind_opts {
 	int no_fp_fallback;	/* do not walk frame pointers where no table covers */
 	uint64_t pac_mask;	/* AArch64: bits to clear from signed RAs; 0 = bits 48-63 */
 	struct sfu_unwind_cache *cache;	/* optional; speeds up repeated pcs */
+	/*
+	 * Walk frame pointers only, ignoring .sframe and .eh_frame: what a
+	 * frame-pointer unwinder (perf --call-graph fp) sees, for comparison.
+	 * A frame without a frame record (a leaf that did not push one, code
+	 * built with -fomit-frame-pointer) loses its caller or ends the walk.
+	 */
+	int fp_only;
 };
 
 struct sfu_step {
@@ -115,8 +122,9 @@ struct sfu_step {
  *
  * The pc is looked up in the module's .sframe, then in the rows derived from
  * its .eh_frame (sfu_module__eh_frame_table()), then frame pointers are
- * walked. A row of a signal trampoline (SFU_ROW_SIGNAL_FRAME) gives the
- * registers the kernel saved in its signal frame.
+ * walked (only frame pointers with @opts->fp_only). A row of a signal
+ * trampoline (SFU_ROW_SIGNAL_FRAME) gives the registers the kernel saved in
+ * its signal frame.
  *
  * This is what a debugger's unwinder hook calls once per frame.
  *

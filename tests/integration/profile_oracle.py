@@ -86,10 +86,22 @@ class Stack:
         return sum(v for k, v in self.entries if k == 'omit')
 
 
+class Event:
+    """An event record: what the samples naming its id count (docs/FORMAT.md, Events)."""
+
+    def __init__(self, eid, etype, config, period, freq, flags, name):
+        self.id, self.type, self.config, self.period = eid, etype, config, period
+        self.freq, self.flags, self.name = freq, flags, name
+
+    def __repr__(self):
+        return f'Event({self.id}, {self.name!r}, type {self.type}, config {self.config})'
+
+
 class Sample:
     def __init__(self, time, pid, tid, cpu, weight, ustack, kstack, process, nmaps, comm,
-                 line):
+                 line, event=0):
         self.time, self.pid, self.tid, self.cpu, self.weight = time, pid, tid, cpu, weight
+        self.event = event          # the id of its event record; 0: the header's cpu-clock
         self.ustack, self.kstack = ustack, kstack   # Stack or None
         self.process = process      # the Process image current at this sample, or None
         self.nmaps = nmaps          # how many of its mappings were written before the sample
@@ -108,6 +120,7 @@ class Profile:
         self.command = False
         self.freq = 0
         self.modules = {}           # id -> Module
+        self.events = {}            # id -> Event
         self.stacks = {}            # id -> Stack
         self.samples = []
         self.processes = []         # every Process image, in file order
@@ -131,7 +144,9 @@ _MAPPING = re.compile(r'^mapping pid (\d+) 0x([0-9a-f]+)-0x([0-9a-f]+) offset 0x
                       r'([r-][w-][x-]) module (\d+)$')
 _STACK = re.compile(r'^stack (\d+) (user|kernel)((?: \S+)*)$')
 _SAMPLE = re.compile(r'^sample (\d+)\.(\d{9}) pid (\d+) tid (\d+) cpu (\d+) weight (\d+) '
-                     r'ustack (\d+) kstack (\d+)$')
+                     r'ustack (\d+) kstack (\d+)(?: event (\d+))?$')
+_EVENT = re.compile(r'^event (\d+) type (\d+) config (\d+) period (\d+) freq (\d+) '
+                    r'flags (0|0x[0-9a-f]+) name "(.*)"$')
 _LOST = re.compile(r'^lost (\d+)\.(\d{9}) cpu (\d+) count (\d+)$')
 _EXIT = re.compile(r'^exit (\d+)\.(\d{9}) pid (\d+)$')
 _COMM = re.compile(r'^comm (\d+)\.(\d{9}) pid (\d+) tid (\d+) comm "(.*)"$')
@@ -183,7 +198,10 @@ def parse_dump(text):
             continue
         m = _SAMPLE.match(line)
         if m:
-            pid, tid, cpu, weight, us, ks = (int(x) for x in m.groups()[2:])
+            pid, tid, cpu, weight, us, ks = (int(x) for x in m.groups()[2:8])
+            event = int(m.group(9) or 0)
+            if event and event not in prof.events:
+                raise OracleError(f'line {n}: sample names event {event} before its record')
             stacks = []
             for sid in (us, ks):
                 if sid and sid not in prof.stacks:
@@ -196,7 +214,16 @@ def parse_dump(text):
             proc = current.get(pid)
             prof.samples.append(Sample(_ns(m.group(1), m.group(2)), pid, tid, cpu, weight,
                                        stacks[0], stacks[1], proc,
-                                       len(proc.mappings) if proc else 0, comms.get(tid), n))
+                                       len(proc.mappings) if proc else 0, comms.get(tid), n,
+                                       event))
+            continue
+        m = _EVENT.match(line)
+        if m:
+            eid = int(m.group(1))
+            if eid != len(prof.events) + 1:
+                raise OracleError(f'line {n}: event {eid} out of order (ids count from 1)')
+            prof.events[eid] = Event(eid, int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                                     int(m.group(5)), int(m.group(6), 16), m.group(7))
             continue
         m = _STACK.match(line)
         if m:

@@ -224,6 +224,43 @@ static void test_x86_step_matches_unwind(void **state)
 	sfu_addrspace__free(w.as);
 }
 
+/*
+ * fp_only: the tables are ignored. In the chain, leaf and mid keep no frame
+ * record of their own: the walk from leaf's rbp (fpbased's record) goes
+ * straight to root, as a frame-pointer unwinder does, then stops at root's
+ * rbp, which is no frame pointer.
+ */
+static void test_fp_only(void **state)
+{
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .fp_only = 1 };
+	struct sfu_frame frames[16];
+	struct sfu_step step;
+	struct world w;
+	struct sfu_regs regs;
+	uint64_t want[8];
+	size_t n, nwant;
+
+	(void)state;
+	world_init(&w, x86_module());
+	build_x86_chain(&w, &regs, want, &nwant);
+	assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames, 16, &n),
+			 SFU_STOP_NO_INFO);
+	assert_int_equal(n, 2);
+	assert_int_equal(frames[0].addr, want[0]);
+	assert_int_equal(frames[1].addr, want[3]);
+	assert_int_equal(frames[1].source, SFU_SRC_FP);
+	/* one step says the same */
+	assert_int_equal(sfu_unwind_step(w.as, &opts, &regs, 1, sfu_snapshot_read, &w.snap, &step), 0);
+	assert_int_equal(step.regs.pc, want[3]);
+	assert_int_equal(step.source, SFU_SRC_FP);
+	/* the same world with the tables: the whole chain */
+	opts.fp_only = 0;
+	assert_int_equal(sfu_unwind(w.as, &opts, &regs, sfu_snapshot_read, &w.snap, frames, 16, &n),
+			 SFU_STOP_OUTERMOST);
+	assert_int_equal(n, nwant);
+	sfu_addrspace__free(w.as);
+}
+
 /* A pc no table covers: frame pointers take over, and the frame says so. */
 static void test_fp_fallback(void **state)
 {
@@ -527,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_x86_chain),
 		cmocka_unit_test(test_x86_step_matches_unwind),
 		cmocka_unit_test(test_fp_fallback),
+		cmocka_unit_test(test_fp_only),
 		cmocka_unit_test(test_cfa_not_increasing),
 		cmocka_unit_test(test_aarch64),
 		cmocka_unit_test(test_x86_signal_frame),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 
 #include "buildid/buildid_record.h"
 #include "cmds.h"
+#include "events.h"
 #include "pipeline.h"
 #include "sampler.h"
 #include "util/text.h"
@@ -27,19 +29,57 @@
 #define DEFAULT_MAX_MEMORY	(256ull << 20)
 #define MIN_MAX_MEMORY		(64ull << 20)
 #define DEFAULT_MAX_WORKERS	4	/* unwinding threads by default: the CPUs online, at most this */
+#define DEFAULT_OFF_CPU_MIN_NS	1000000ull	/* --off-cpu-thresh: 1 ms */
 
 static const char usage[] =
-	"usage: sfprof record [-F HZ] [-a] [-p PID[,PID...]] [--duration SECS]\n"
-	"                     [--stack-size BYTES] [--max-memory SIZE] [--unwind-threads N]\n"
-	"                     [--no-prepare] [-o FILE] [-- COMMAND [ARGS...]]\n"
+	"usage: sfprof record [-F HZ | -c PERIOD] [-e EVENT[,EVENT...]] [--off-cpu]\n"
+	"                     [-a] [-p PID[,PID...]] [-t TID[,TID...]] [--duration SECS]\n"
+	"                     [-g] [--call-graph sframe|fp] [--stack-size BYTES]\n"
+	"                     [--max-memory SIZE] [--unwind-threads N] [--no-prepare]\n"
+	"                     [--no-buildid-cache] [--buildid-cache-size SIZE] [-o FILE]\n"
+	"                     [-- COMMAND [ARGS...]]\n"
 	"\n"
-	"Sample user and kernel stacks on the cpu-clock event, unwind them with SFrame\n"
-	"(frame pointers where there is none) and write them to FILE (sfprof.data).\n"
+	"Sample user and kernel stacks on the cpu-clock event (or the events of -e),\n"
+	"unwind them with SFrame (frame pointers where there is none) and write them\n"
+	"to FILE (sfprof.data).\n"
 	"\n"
-	"  -F, --freq HZ          samples per second on each CPU (default 999)\n"
+	"  -e, --event EVENT,...  sample on these events (repeatable): cpu-clock (the\n"
+	"                         default), task-clock, page-faults (faults),\n"
+	"                         minor-faults, major-faults, context-switches (cs),\n"
+	"                         cpu-migrations (migrations), alignment-faults,\n"
+	"                         emulation-faults; the hardware events (cycles,\n"
+	"                         instructions, cache-references, cache-misses,\n"
+	"                         branches, branch-misses, bus-cycles, ref-cycles,\n"
+	"                         stalled-cycles-frontend/backend) where the machine has\n"
+	"                         a PMU; tracepoints SUBSYSTEM:NAME (tracefs is mounted\n"
+	"                         at /sys/kernel/tracing if it is not). Each sample\n"
+	"                         names its event; one weighs the events it stands for\n"
+	"                         (its period), a cpu-clock or task-clock sample 1\n"
+	"  -F, --freq HZ          samples per second on each CPU (default 999); a\n"
+	"                         tracepoint is sampled at every hit\n"
+	"  -c, --count PERIOD     a sample every PERIOD events (not with -F), a\n"
+	"                         tracepoint's too\n"
+	"      --off-cpu          also the stacks of the recorded threads when they\n"
+	"                         block, as event offcpu-time, each weighing the\n"
+	"                         nanoseconds the thread stayed off the CPU (until it\n"
+	"                         ran again): on-CPU and off-CPU views of one recording\n"
+	"      --off-cpu-thresh MSECS  blocks shorter than this (default 1 ms) are\n"
+	"                         counted in the summary, not recorded (perf adds its\n"
+	"                         shorter blocks up in the kernel by stack; sfprof\n"
+	"                         cannot unwind there)\n"
 	"  -a, --all-cpus         every process on the system\n"
 	"  -p, --pid PID,...      these processes and their threads\n"
+	"  -t, --tid TID,...      these threads only\n"
 	"  -d, --duration SECS    stop after SECS seconds\n"
+	"  -g                     call graphs: accepted for perf's sake, sfprof always\n"
+	"                         records them\n"
+	"      --call-graph MODE  how user stacks are unwound: sframe (the default:\n"
+	"                         .sframe, then rows from .eh_frame, then frame\n"
+	"                         pointers), fp (frame pointers only, for comparison).\n"
+	"                         dwarf[,SIZE] is sframe, the same DWARF CFI unwound\n"
+	"                         from a stack copy as perf's dwarf mode (SIZE sets\n"
+	"                         --stack-size); lbr is refused (Intel PMU branch\n"
+	"                         records, not stack copies)\n"
 	"      --stack-size BYTES user stack bytes copied per sample, for every thread\n"
 	"                         (4096-262144); by default a thread starts at 65536\n"
 	"                         and its size follows what unwinding its stacks needs\n"
@@ -93,6 +133,16 @@ struct record {
 	double duration;
 	pid_t *pids;
 	size_t npids;
+	pid_t *tids, *tid_pids;	/* -t: the threads, and the process of each */
+	size_t ntids;
+	struct event_list events;	/* -e */
+	uint32_t event_ids[MAX_EVENTS];	/* their ids in the file (0: no event record) */
+	uint64_t period;		/* -c */
+	bool freq_given;		/* -F */
+	bool fp_only;			/* --call-graph fp */
+	bool off_cpu;			/* --off-cpu */
+	uint64_t off_cpu_min_ns;	/* --off-cpu-thresh */
+	uint32_t off_cpu_event;		/* its id in the file */
 	char **command;
 	pid_t child;
 	int go_fd;		/* write a byte: the child may exec */
@@ -141,6 +191,102 @@ static int parse_pids(struct record *r, const char *arg)
 	return 0;
 }
 
+/* The process (tgid) thread @tid belongs to, from /proc. @return it, or 0 when there is no such thread. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[256];
+	pid_t tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* -t TID,...: each thread and its process. @return 0 or -errno (said). */
+static int parse_tids(struct record *r, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long tid = strtol(tok, &end, 10);
+		pid_t *p, *q, tgid;
+
+		if (*end || tid <= 0 || tid > INT32_MAX) {
+			fprintf(stderr, "sfprof record: '%s' is not a thread id\n", tok);
+			free(copy);
+			return -EINVAL;
+		}
+		tgid = tgid_of(tid);
+		if (!tgid) {
+			fprintf(stderr, "sfprof record: no thread %ld\n", tid);
+			free(copy);
+			return -ESRCH;
+		}
+		p = realloc(r->tids, (r->ntids + 1) * sizeof(*p));
+		if (p)
+			r->tids = p;
+		q = realloc(r->tid_pids, (r->ntids + 1) * sizeof(*q));
+		if (q)
+			r->tid_pids = q;
+		if (!p || !q) {
+			free(copy);
+			return -ENOMEM;
+		}
+		r->tids[r->ntids] = tid;
+		r->tid_pids[r->ntids++] = tgid;
+	}
+	free(copy);
+	return 0;
+}
+
+/* --call-graph MODE: perf's modes, as far as they mean something here. @return 0 or -EINVAL (said). */
+static int parse_call_graph(struct record *r, const char *arg)
+{
+	char *end;
+	long v;
+
+	if (!strcmp(arg, "sframe") || !strcmp(arg, "dwarf")) {
+		r->fp_only = false;
+		return 0;
+	}
+	if (!strcmp(arg, "fp")) {
+		r->fp_only = true;
+		return 0;
+	}
+	if (!strncmp(arg, "dwarf,", 6)) {
+		/* perf's dump size: the user stack copied per sample */
+		v = strtol(arg + 6, &end, 10);
+		if (*end || v < 4096 || v > MAX_USTACK_BYTES) {
+			fprintf(stderr, "sfprof record: --call-graph dwarf,SIZE takes 4096 to %d bytes\n",
+				MAX_USTACK_BYTES);
+			return -EINVAL;
+		}
+		r->fp_only = false;
+		r->stack_size = (v + STACK_CHUNK - 1) / STACK_CHUNK * STACK_CHUNK;
+		r->stack_fixed = true;
+		return 0;
+	}
+	if (!strcmp(arg, "lbr")) {
+		fprintf(stderr, "sfprof record: --call-graph lbr: sfprof does not use Intel's last "
+			"branch records (a PMU feature); it unwinds stack copies: use sframe (the "
+			"default) or fp\n");
+		return -EINVAL;
+	}
+	fprintf(stderr, "sfprof record: --call-graph takes sframe, fp or dwarf[,SIZE], not '%s'\n",
+		arg);
+	return -EINVAL;
+}
+
 /* A size in bytes, with an optional K, M or G (binary) suffix. @return 0 or -EINVAL. */
 static int parse_size(const char *arg, uint64_t *bytes)
 {
@@ -179,14 +325,22 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "no-buildid-cache", no_argument, NULL, 0x2000 },
 		{ "buildid-cache-size", required_argument, NULL, 0x2001 },
+		{ "event", required_argument, NULL, 'e' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "call-graph", required_argument, NULL, 'G' },
+		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "off-cpu-thresh", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
+	char msg[512], *end;
+	unsigned long long uv;
+	double ms;
 	long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+F:ap:d:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:ap:d:o:he:c:t:g", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			v = strtol(optarg, &end, 10);
@@ -195,6 +349,45 @@ static int parse_args(struct record *r, int argc, char **argv)
 				return 2;
 			}
 			r->freq = v;
+			r->freq_given = true;
+			break;
+		case 'e':
+			if (event_list__parse(&r->events, optarg, NULL, msg, sizeof(msg))) {
+				fprintf(stderr, "sfprof record: %s\n", msg);
+				return 2;
+			}
+			break;
+		case 'c':
+			errno = 0;
+			uv = strtoull(optarg, &end, 10);
+			if (*end || end == optarg || errno || optarg[0] == '-' || !uv ||
+			    uv > (1ull << 62)) {
+				fprintf(stderr, "sfprof record: -c takes a period of at least 1 event\n");
+				return 2;
+			}
+			r->period = uv;
+			break;
+		case 't':
+			if (parse_tids(r, optarg))
+				return 2;
+			break;
+		case 'g':
+			break;	/* call graphs are always recorded */
+		case 'G':
+			if (parse_call_graph(r, optarg))
+				return 2;
+			break;
+		case 'O':
+			r->off_cpu = true;
+			break;
+		case 'm':
+			ms = strtod(optarg, &end);
+			if (*end || end == optarg || !(ms >= 0) || ms > 3600e3) {
+				fprintf(stderr, "sfprof record: --off-cpu-thresh takes milliseconds, "
+					"0 to 3600000\n");
+				return 2;
+			}
+			r->off_cpu_min_ns = (uint64_t)(ms * 1e6);
 			break;
 		case 'a':
 			r->all = true;
@@ -262,10 +455,25 @@ static int parse_args(struct record *r, int argc, char **argv)
 	}
 	if (optind < argc)
 		r->command = argv + optind;
-	if (!r->all && !r->npids && !r->command) {
-		fprintf(stderr, "sfprof record: say what to record: -a, -p PID or -- COMMAND\n\n%s",
+	if (!r->all && !r->npids && !r->ntids && !r->command) {
+		fprintf(stderr, "sfprof record: say what to record: -a, -p PID, -t TID or -- COMMAND\n\n%s",
 			usage);
 		return 2;
+	}
+	if (r->ntids && (r->all || r->command || r->npids)) {
+		fprintf(stderr, "sfprof record: -t goes without -a, -p and a command\n");
+		return 2;
+	}
+	if (r->period && r->freq_given) {
+		fprintf(stderr, "sfprof record: -c and -F go apart: a sample every PERIOD events, "
+			"or HZ samples a second\n");
+		return 2;
+	}
+	for (size_t i = 0; i < r->events.n; i++) {
+		if (event_spec__probe(&r->events.ev[i], msg, sizeof(msg))) {
+			fprintf(stderr, "sfprof record: %s\n", msg);
+			return 2;
+		}
 	}
 	if (r->npids && (r->all || r->command)) {
 		fprintf(stderr, "sfprof record: -p goes without -a and without a command\n");
@@ -336,7 +544,7 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 	m->flags = (r->all ? PROFILE_F_SYSTEM_WIDE : 0) | (r->command ? PROFILE_F_COMMAND : 0);
 	m->created_ns = now_ns(CLOCK_REALTIME);
 	m->clock_offset_ns = m->created_ns - now_ns(CLOCK_MONOTONIC);
-	m->freq_hz = r->freq;
+	m->freq_hz = r->period ? 0 : r->freq;	/* -c: by period, each event's record says */
 	m->stack_size = r->stack_size;
 	m->host = u->nodename;
 	m->release = u->release;
@@ -449,6 +657,24 @@ static bool is_recorded(void *ctx, uint32_t pid)
 	return sampler__is_target(r->sampler, pid);
 }
 
+/* What --off-cpu recorded and what it could not. */
+static void offcpu_summary(struct record *r)
+{
+	struct offcpu_stats os;
+
+	if (sampler__offcpu_stats(r->sampler, &os))
+		return;
+	fprintf(stderr, "sfprof record: off-cpu: %" PRIu64 " blocks recorded; not recorded: %" PRIu64
+		" shorter than %.3f ms (%.3f s in all), %" PRIu64 " ended outside a syscall "
+		"(%.3f s), %" PRIu64 " with the ring full, %" PRIu64 " with no room to hold them, %"
+		PRIu64 " still blocked at the end; %" PRIu64 " without a user stack, %" PRIu64
+		" ended at their syscall's exit (no switch-in seen); %" PRIu64 " runs of the "
+		"programs skipped by the kernel\n",
+		os.emitted, os.short_blocks, r->off_cpu_min_ns / 1e6, os.short_ns / 1e9,
+		os.not_syscall, os.not_syscall_ns / 1e9, os.lost, os.full, os.still_blocked,
+		os.ustack_fault, os.unseen, os.prog_misses);
+}
+
 /* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */
 static void summary(struct record *r, double secs, uint64_t samples, uint64_t stack_resets,
 		    int scanned)
@@ -493,6 +719,7 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	if (stack_resets)
 		fprintf(stderr, "sfprof record: the index of stacks written passed its bound %" PRIu64
 			" times: stacks seen again were written again\n", stack_resets);
+	offcpu_summary(r);
 }
 
 /* The sample ring: 1/8 of --max-memory, a power of two from 4 to 32 MiB. */
@@ -510,7 +737,51 @@ static bool targets_alive(const struct record *r)
 	for (size_t i = 0; i < r->npids; i++)
 		if (kill(r->pids[i], 0) == 0 || errno != ESRCH)
 			return true;
+	for (size_t i = 0; i < r->ntids; i++)
+		if (syscall(SYS_tgkill, r->tid_pids[i], r->tids[i], 0) == 0 || errno != ESRCH)
+			return true;
 	return false;
+}
+
+/*
+ * The event records: one per -e event (cpu-clock alone at the default
+ * frequency needs none, as before -e), then offcpu-time. Each gets its id
+ * in r->event_ids or r->off_cpu_event. @return 0 or -errno (said).
+ */
+static int write_events(struct record *r)
+{
+	struct profile_event ev;
+	char msg[256];
+	int err;
+
+	if (!event_list__is_default(&r->events) || r->period) {
+		if (!r->events.n && event_list__parse(&r->events, "cpu-clock", NULL, msg, sizeof(msg)))
+			return -EINVAL;
+		for (size_t i = 0; i < r->events.n; i++) {
+			const struct event_spec *e = &r->events.ev[i];
+			bool tp = e->type == PERF_TYPE_TRACEPOINT;
+
+			ev = (struct profile_event){
+				.type = e->type, .config = e->config,
+				.period = r->period ? r->period : tp ? 1 : 0,
+				.freq_hz = r->period || tp ? 0 : r->freq, .name = e->name,
+			};
+			if ((err = profile_writer__event(r->w, &ev, &r->event_ids[i])))
+				goto fail;
+		}
+	} else {
+		r->events.n = 0;	/* the sampler's default: cpu-clock, no id */
+	}
+	if (r->off_cpu) {
+		ev = (struct profile_event){ .type = PROFILE_EV_OFF_CPU,
+					     .flags = PROFILE_EV_F_WEIGHT_NS, .name = "offcpu-time" };
+		if ((err = profile_writer__event(r->w, &ev, &r->off_cpu_event)))
+			goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "sfprof record: writing %s: %s\n", r->output, strerror(-err));
+	return err;
 }
 
 /*
@@ -591,6 +862,7 @@ int cmd_record(int argc, char **argv)
 	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
 			    .stack_size = DEFAULT_STACK, .max_memory = DEFAULT_MAX_MEMORY,
 			    .buildid_cache_bytes = BUILDID_KEEPER_DEFAULT_BYTES,
+			    .off_cpu_min_ns = DEFAULT_OFF_CPU_MIN_NS,
 			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER };
 	struct pipeline_opts popts;
 	struct sampler_cbs cbs = { on_sample, on_task_event };
@@ -608,12 +880,11 @@ int cmd_record(int argc, char **argv)
 	err = parse_args(&r, argc, argv);
 	if (err) {
 		free(r.pids);	/* -p may have come before the option that was refused */
+		free(r.tids);
+		free(r.tid_pids);
 		return err == 1 ? 0 : err;
 	}
 	r.tty = isatty(STDERR_FILENO);
-	/* a cache that cannot be written is said before anything runs */
-	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start(r.buildid_cache_bytes)))
-		goto out;
 	if (setup_targets(&r))
 		goto out;
 
@@ -621,29 +892,39 @@ int cmd_record(int argc, char **argv)
 		cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		r.workers = cpus < 1 ? 1 : cpus > DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : cpus;
 	}
-	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
-				       ring_bytes(r.max_memory) };
-	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
-	if (!r.sampler) {
-		fprintf(stderr, "sfprof record: %s\n", msg);
-		goto out;
-	}
-	for (size_t i = 0; i < r.npids; i++)
-		sampler__add_target(r.sampler, r.pids[i]);
-	if (r.child > 0)
-		sampler__add_target(r.sampler, r.child);
-
 	fill_meta(&r, &meta, &uts, &cmdline);
 	r.w = profile_writer__create(r.output, &meta, &diag);
 	if (!r.w) {
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 		goto out;
 	}
+	/* the events' ids go into the BPF side: the file's records come first */
+	if (write_events(&r))
+		goto discard;
+	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
+				       ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
+				       r.event_ids, r.period, r.ntids > 0, r.off_cpu,
+				       r.off_cpu_min_ns, r.off_cpu_event };
+	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
+	if (!r.sampler) {
+		fprintf(stderr, "sfprof record: %s\n", msg);
+		goto discard;
+	}
+	/* a cache that cannot be written is said before sampling starts (after rights: they come first) */
+	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start(r.buildid_cache_bytes)))
+		goto discard;
+	for (size_t i = 0; i < r.npids; i++)
+		sampler__add_target(r.sampler, r.pids[i]);
+	for (size_t i = 0; i < r.ntids; i++)
+		sampler__add_tid(r.sampler, r.tids[i]);
+	if (r.child > 0)
+		sampler__add_target(r.sampler, r.child);
 	profile_writer__set_stack_bound(r.w, r.max_memory / 16);
 	popts = (struct pipeline_opts){
 		.workers = r.workers, .queue_bytes = r.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
 		.max_depth = MAX_DEPTH, .copy_start = r.stack_size, .copy_adaptive = !r.stack_fixed,
 		.module_bytes = r.max_memory / 4, .prepare = !r.no_prepare,
+		.fp_only = r.fp_only,
 	};
 	r.pipeline = pipeline__new(r.w, &r.wlock, &popts);
 	if (!r.pipeline) {
@@ -662,6 +943,9 @@ int cmd_record(int argc, char **argv)
 		scanned = pipeline__scan_all(r.pipeline);
 	for (size_t i = 0; i < r.npids; i++)
 		if (!pipeline__scan(r.pipeline, r.pids[i]))
+			scanned++;
+	for (size_t i = 0; i < r.ntids; i++)
+		if ((!i || r.tid_pids[i] != r.tid_pids[i - 1]) && !pipeline__scan(r.pipeline, r.tid_pids[i]))
 			scanned++;
 	/* samples inside its exec show sfprof's code: its mappings now, before they go */
 	if (r.child > 0 && !pipeline__scan_mapped(r.pipeline, r.child))
@@ -686,7 +970,10 @@ int cmd_record(int argc, char **argv)
 		goto discard;
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
-	if (r.tty)
+	if (r.tty && r.period)
+		fprintf(stderr, "sfprof record: recording a sample every %" PRIu64 " events; Ctrl-C to stop\n",
+			r.period);
+	else if (r.tty)
 		fprintf(stderr, "sfprof record: recording at %u Hz; Ctrl-C to stop\n", r.freq);
 	err = run(&r, &child_status);
 	/* the duration is the sampling's: the backlog is handled after it */
@@ -736,6 +1023,8 @@ out:
 	buildid_keeper__free(r.buildid);
 	sampler__free(r.sampler);
 	free(r.pids);
+	free(r.tids);
+	free(r.tid_pids);
 	free(cmdline);
 	return ret;
 }

@@ -117,6 +117,7 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 		if (!sh->procs)
 			goto fail;
 		procs__set_copy_sizes(sh->procs, opts->copy_start, opts->copy_adaptive);
+		procs__set_fp_only(sh->procs, opts->fp_only);
 	}
 	return pl;
 fail:

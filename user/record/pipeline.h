@@ -34,6 +34,7 @@ struct pipeline_opts {
 	bool copy_adaptive;		/* sizes follow what the unwinds use */
 	size_t module_bytes;		/* bound on the unwind tables of files opened (0: none) */
 	bool prepare;			/* open files when mapped (prepare.h), not at first sample */
+	bool fp_only;			/* unwind by frame pointers only (--call-graph fp) */
 };
 
 struct pipeline_stats {

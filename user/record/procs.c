@@ -13,6 +13,7 @@
 #include "stack_enc.h"
 
 #define MAX_UNWIND 1024	/* frames unwound; the CBF keeps max_depth of them */
+#define MAX_WEIGHT (86400ull * 1000000000ull)	/* of one sample from the ring: a day in ns */
 
 /* A thread already written, and the size of its stack copy. */
 struct thread {
@@ -227,6 +228,11 @@ int procs__error(const struct procs *p)
 	return __atomic_load_n(&p->err, __ATOMIC_RELAXED);
 }
 
+void procs__set_fp_only(struct procs *p, bool fp_only)
+{
+	p->opts.fp_only = fp_only;
+}
+
 void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive)
 {
 	p->copy_start = start;
@@ -370,8 +376,14 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 		   const uint8_t *ustack, struct procs_copy_use *use)
 {
 	struct profile_sample s = {
-		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu, .weight = 1,
+		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu,
+		.event = h->event,
 	};
+	uint64_t weight = h->weight ? h->weight : 1;
+
+	/* no block the sampler sees is longer than its recording: a day bounds what one sample writes */
+	if (weight > MAX_WEIGHT)
+		weight = MAX_WEIGHT;
 	size_t kn = h->kstack_depth < MAX_UNWIND ? h->kstack_depth : MAX_UNWIND;
 	const struct proctab_proc *pr;
 	struct copy_size *prog = NULL;
@@ -407,6 +419,12 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	if (kn && wrote(p, stack_enc__addrs(&p->kstack, kstack, kn, &p->cut,
 					    kn == MAX_KSTACK_DEPTH, &s.kstack, &s.kstack_len)))
 		return;
-	if (!WRITE(p, profile_writer__sample(p->w, &s)))
+	/* a weight is 32 bits: a longer one (over 4.29 s off the CPU) in several samples */
+	do {
+		s.weight = weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight;
+		weight -= s.weight;
+		if (WRITE(p, profile_writer__sample(p->w, &s)))
+			return;
 		p->stats.samples++;
+	} while (weight);
 }

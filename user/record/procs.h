@@ -79,6 +79,12 @@ int procs__error(const struct procs *p);
  */
 void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive);
 
+/**
+ * procs__set_fp_only() - unwind user stacks by frame pointers only
+ * (--call-graph fp), for comparison with a frame-pointer unwinder.
+ */
+void procs__set_fp_only(struct procs *p, bool fp_only);
+
 /** procs__free() - accepts NULL. */
 void procs__free(struct procs *p);
 
@@ -100,7 +106,9 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 /**
  * procs__sample() - unwind a sample in its process's address space and
  * write it (and, the first time, the process, thread and mappings it needs).
- * The stack bytes are not kept. @use says how the stack copy served.
+ * The stack bytes are not kept. @use says how the stack copy served. A
+ * weight past 32 bits (a long block off the CPU) is written as several
+ * samples of the same stacks and time, whose weights add up to it.
  */
 void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
 		   const uint8_t *ustack, struct procs_copy_use *use);

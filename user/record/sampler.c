@@ -49,12 +49,17 @@ struct sampler {
 	struct sample_bpf *skel;
 	struct ring_buffer *ring;
 	struct perf_buffer *tasks;
-	struct bpf_link **links;
-	int *event_fds;
+	struct bpf_link **links;	/* nlinks of them, each event's on every CPU */
+	int *event_fds;			/* nlinks of them, -1 where none (a tracepoint's) */
+	size_t nlinks;
+	struct offcpu_sampler *offcpu;	/* --off-cpu */
 	int ncpus;
 	struct sampler_cbs cbs;
 	void *ctx;
 	uint32_t freq_hz;
+	uint64_t period;
+	const struct event_list *events;	/* NULL: cpu-clock, no event id */
+	const uint32_t *event_ids;
 	struct task_ev *evs;	/* pending, sorted by time from evs_head on */
 	size_t evs_head, evs_len, evs_cap;
 	uint64_t ev_seq;
@@ -285,15 +290,16 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 
 static void detach(struct sampler *s)
 {
-	for (int i = 0; s->links && i < s->ncpus; i++) {
+	for (size_t i = 0; s->links && i < s->nlinks; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
 	}
-	for (int i = 0; s->event_fds && i < s->ncpus; i++) {
+	for (size_t i = 0; s->event_fds && i < s->nlinks; i++) {
 		if (s->event_fds[i] >= 0)
 			close(s->event_fds[i]);
 		s->event_fds[i] = -1;
 	}
+	offcpu_sampler__detach(s->offcpu);
 }
 
 int sampler__drain(struct sampler *s)
@@ -325,9 +331,19 @@ static uint64_t counter(struct sampler *s, uint32_t key)
 uint64_t sampler__lost(struct sampler *s)
 {
 	struct sampler_stats st;
+	struct offcpu_stats os = { 0 };
 
 	sampler__stats(s, &st);
-	return st.lost_ring + st.lost_queue + st.lost_scratch + st.malformed;
+	sampler__offcpu_stats(s, &os);
+	return st.lost_ring + st.lost_queue + st.lost_scratch + st.malformed + os.lost + os.full;
+}
+
+int sampler__offcpu_stats(struct sampler *s, struct offcpu_stats *st)
+{
+	if (!s->offcpu)
+		return -ENOENT;
+	offcpu_sampler__stats(s->offcpu, st);
+	return 0;
 }
 
 void sampler__stats(struct sampler *s, struct sampler_stats *st)
@@ -371,42 +387,134 @@ bool sampler__is_target(struct sampler *s, pid_t pid)
 	       !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.targets), &key, &one);
 }
 
+int sampler__add_tid(struct sampler *s, pid_t tid)
+{
+	uint32_t key = tid;
+	uint8_t one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.tids), &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
 			    unsigned long flags)
 {
 	return syscall(__NR_perf_event_open, attr, pid, cpu, group, flags);
 }
 
-int sampler__start(struct sampler *s, char *err, size_t errlen)
+/* Room for @n more links. @return 0 or -ENOMEM. */
+static int reserve_links(struct sampler *s, size_t n)
 {
-	struct perf_event_attr attr = {
-		.size = sizeof(attr),
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CPU_CLOCK,	/* works in VMs without hardware counters */
-		.freq = 1,
-		.sample_freq = s->freq_hz,
-	};
-	int e;
+	struct bpf_link **links = realloc(s->links, (s->nlinks + n) * sizeof(*links));
+	int *fds;
 
+	if (!links)
+		return -ENOMEM;
+	s->links = links;
+	fds = realloc(s->event_fds, (s->nlinks + n) * sizeof(*fds));
+	if (!fds)
+		return -ENOMEM;
+	s->event_fds = fds;
+	for (size_t i = s->nlinks; i < s->nlinks + n; i++) {
+		s->links[i] = NULL;
+		s->event_fds[i] = -1;
+	}
+	return 0;
+}
+
+/* A tracepoint: its program runs at every hit on every CPU; one attachment. */
+static int attach_tracepoint(struct sampler *s, const struct event_spec *e, uint64_t cookie,
+			     char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = cookie);
+	struct bpf_link *link;
+	int en;
+
+	if (reserve_links(s, 1)) {
+		msg(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	link = bpf_program__attach_tracepoint_opts(s->skel->progs.tracepoint_sample, e->tp_sys,
+						   e->tp_name, &opts);
+	if (!link) {
+		en = errno;
+		msg(err, errlen, "cannot attach to the tracepoint %s: %s", e->name, strerror(en));
+		return -en;
+	}
+	s->links[s->nlinks++] = link;
+	return 0;
+}
+
+/* A perf event on every CPU, sampled at the sampler's period or frequency. */
+static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint64_t cookie,
+			     char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_perf_event_opts, opts, .bpf_cookie = cookie);
+	struct perf_event_attr attr;
+	int en;
+
+	if (reserve_links(s, s->ncpus)) {
+		msg(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	event_spec__attr(e, s->period, s->freq_hz, &attr);
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		int fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		size_t i = s->nlinks;
 
 		if (fd < 0) {
 			if (errno == ENODEV)
 				continue;	/* a possible CPU that is offline */
-			e = errno;
-			msg(err, errlen, "cannot open the cpu-clock event on CPU %d: %s%s", cpu,
-			    strerror(e), e == EACCES || e == EPERM ?
+			en = errno;
+			msg(err, errlen, "cannot open the %s event on CPU %d: %s%s", e->name, cpu,
+			    strerror(en), en == EACCES || en == EPERM ?
 			    " (needs CAP_PERFMON or root)" : "");
-			return -e;
+			return -en;
 		}
-		s->event_fds[cpu] = fd;
-		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
-		if (!s->links[cpu]) {
-			e = errno;
-			msg(err, errlen, "cannot attach the sampler on CPU %d: %s", cpu, strerror(e));
-			return -e;
+		s->event_fds[i] = fd;
+		s->nlinks++;
+		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.sample, fd, &opts);
+		if (!s->links[i]) {
+			en = errno;
+			msg(err, errlen, "cannot attach the sampler to %s on CPU %d: %s", e->name, cpu,
+			    strerror(en));
+			return -en;
 		}
+	}
+	return 0;
+}
+
+int sampler__start(struct sampler *s, char *err, size_t errlen)
+{
+	/* works in VMs without hardware counters */
+	static const struct event_list cpu_clock = {
+		.ev = { { .name = "cpu-clock", .type = PERF_TYPE_SOFTWARE,
+			  .config = PERF_COUNT_SW_CPU_CLOCK, .clock = true } },
+		.n = 1,
+	};
+	const struct event_list *l = s->events ? s->events : &cpu_clock;
+	int rc;
+
+	/* the blocks first: a thread that blocks from the start is seen */
+	if (s->offcpu && (rc = offcpu_sampler__attach(s->offcpu, err, errlen)))
+		return rc;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct event_spec *e = &l->ev[i];
+		uint64_t cookie = s->events ? s->event_ids[i] & COOKIE_EVENT_MASK : 0;
+
+		if (e->type == PERF_TYPE_TRACEPOINT) {
+			uint64_t period = s->period ? s->period : 1;
+
+			if (period > UINT32_MAX)
+				period = UINT32_MAX;
+			rc = attach_tracepoint(s, e, cookie | period << COOKIE_PERIOD_SHIFT, err, errlen);
+		} else {
+			rc = attach_perf_event(s, e, cookie | (e->clock ? 0 : COOKIE_F_WEIGHT_PERIOD),
+					       err, errlen);
+		}
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -466,6 +574,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->cbs = *cbs;
 	s->ctx = ctx;
 	s->freq_hz = opts->freq_hz;
+	s->period = opts->period;
+	s->events = opts->events;
+	s->event_ids = opts->event_ids;
 	libbpf_set_print(libbpf_quiet);
 	capture = getenv(RECORD_CAPTURE_ENV);
 	if (capture && *capture && !(s->capture = record_capture__open(capture))) {
@@ -493,6 +604,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	s->skel->rodata->ustack_size = opts->stack_size;
 	s->skel->rodata->filter_pids = opts->filter;
+	s->skel->rodata->filter_tids = opts->filter_tids;
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->skel->maps.samples, opts->ring_bytes ? opts->ring_bytes : RING_BYTES);
@@ -521,15 +633,24 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	e = -open_task_events(s, err, errlen);
 	if (e)
 		goto fail;
-	s->links = calloc(s->ncpus, sizeof(*s->links));
-	s->event_fds = malloc(s->ncpus * sizeof(*s->event_fds));
-	if (!s->links || !s->event_fds) {
-		e = ENOMEM;
-		msg(err, errlen, "out of memory");
-		goto fail;
+	if (opts->off_cpu) {
+		struct offcpu_opts oo = {
+			.ring_fd = bpf_map__fd(s->skel->maps.samples),
+			.targets_fd = bpf_map__fd(s->skel->maps.targets),
+			.tids_fd = bpf_map__fd(s->skel->maps.tids),
+			.sizes_fd = bpf_map__fd(s->skel->maps.stack_sizes),
+			.stack_size = opts->stack_size, .filter_pids = opts->filter,
+			.filter_tids = opts->filter_tids, .self_tgid = getpid(),
+			.min_ns = opts->off_cpu_min_ns, .event_id = opts->off_cpu_event,
+			.wakeup_bytes = s->skel->rodata->wakeup_bytes,
+		};
+
+		s->offcpu = offcpu_sampler__new(&oo, err, errlen);
+		if (!s->offcpu) {
+			e = errno;
+			goto fail;
+		}
 	}
-	for (int i = 0; i < s->ncpus; i++)
-		s->event_fds[i] = -1;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0 || add_epoll(s->epfd, ring_buffer__epoll_fd(s->ring)) ||
 	    add_epoll(s->epfd, perf_buffer__epoll_fd(s->tasks))) {
@@ -553,6 +674,7 @@ void sampler__free(struct sampler *s)
 		close(s->epfd);
 	ring_buffer__free(s->ring);
 	perf_buffer__free(s->tasks);
+	offcpu_sampler__free(s->offcpu);
 	sample_bpf__destroy(s->skel);
 	record_capture__close(s->capture);
 	for (size_t i = s->evs_head; i < s->evs_len; i++)

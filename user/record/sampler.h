@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "events.h"
+#include "offcpu_sampler.h"
 #include "sample.h"	/* struct sample_hdr, shared with bpf/sample.bpf.c */
 
 struct sampler_opts {
@@ -17,6 +19,17 @@ struct sampler_opts {
 	bool filter;		/* only the target processes (sampler__add_target) */
 	bool follow_forks;	/* children of targets become targets */
 	uint32_t ring_bytes;	/* the sample ring: a power of two, 4 MiB or more (0: 32 MiB) */
+	/*
+	 * What to sample on: NULL, cpu-clock at freq_hz, its samples naming no
+	 * event; else each event of the list, its samples naming event_ids[i].
+	 */
+	const struct event_list *events;
+	const uint32_t *event_ids;
+	uint64_t period;	/* -c: a sample every period events (0: at freq_hz) */
+	bool filter_tids;	/* only the threads of sampler__add_tid() */
+	bool off_cpu;		/* also the blocks of the recorded threads (offcpu.bpf.c) */
+	uint64_t off_cpu_min_ns;	/* shorter blocks are counted, not recorded */
+	uint32_t off_cpu_event;	/* the offcpu-time event's id */
 };
 
 struct sampler_cbs {
@@ -50,7 +63,13 @@ int sampler__add_target(struct sampler *s, pid_t pid);
 /** sampler__is_target() - whether process @pid is sampled: a target or a child of one, or any without opts.filter. */
 bool sampler__is_target(struct sampler *s, pid_t pid);
 
-/** sampler__start() - attach the cpu-clock events on every CPU. @return 0 or -errno. */
+/** sampler__add_tid() - sample thread @tid (with opts.filter_tids). @return 0 or -errno. */
+int sampler__add_tid(struct sampler *s, pid_t tid);
+
+/**
+ * sampler__start() - attach the events on every CPU (a tracepoint once),
+ * and the off-CPU sampler. @return 0 or -errno.
+ */
 int sampler__start(struct sampler *s, char *err, size_t errlen);
 
 /**
@@ -77,6 +96,12 @@ struct sampler_stats {
 
 /** sampler__stats() - counts so far, from the BPF side and the reader. */
 void sampler__stats(struct sampler *s, struct sampler_stats *st);
+
+/**
+ * sampler__offcpu_stats() - the off-CPU sampler's counts.
+ * @return 0, or -ENOENT when there is no off-CPU sampler.
+ */
+int sampler__offcpu_stats(struct sampler *s, struct offcpu_stats *st);
 
 /** @return samples lost, all causes together. */
 uint64_t sampler__lost(struct sampler *s);

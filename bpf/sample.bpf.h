@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* BPF-only helpers of the samplers (sample.bpf.c, offcpu.bpf.c): the scratch sample and the user stack copy. */
+#ifndef SFPROF_SAMPLE_BPF_H
+#define SFPROF_SAMPLE_BPF_H
+
+#include "sample.h"
+
+#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+#define START_SLACK 64		/* bytes copied past the sp a process started with (see fill_user()) */
+
+/*
+ * A sample is assembled here, then copied into the ring at its exact size:
+ * the header, the kernel stack's kstack_depth words, the user stack right
+ * after them. One per CPU and per kind of program that cannot interrupt
+ * another of its kind on that CPU. A per-CPU array cannot hold values this
+ * large.
+ */
+struct scratch {
+	struct sample_hdr h;
+	/* a chunk more than ever filled: what the verifier can prove of the last, partial chunk */
+	__u8 data[MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK];
+};
+
+/*
+ * Copy @size bytes of the user stack from sp upwards to @sc's data after
+ * @kbytes of kernel stack, in pieces that never cross a page, so that a
+ * piece fails only at the end of the stack's mapping (or at a page never
+ * touched); stops there. Returns the bytes copied: @size, or fewer where
+ * the stack ends.
+ *
+ * The page sp is in, then whole pages, then what is left: the loop's offset
+ * depends only on its counter and the first piece, so that the verifier
+ * walks it once per page (an offset that also carried the partial pieces
+ * multiplied its states past its limit at 64 pages).
+ */
+static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size)
+{
+	__u64 off, pages, n;
+	__u8 *dst;
+
+	if (!size || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
+		return 0;
+	dst = sc->data + kbytes;
+	off = STACK_CHUNK - (sp & (STACK_CHUNK - 1));
+	if (off > size)
+		off = size;
+	/* in 64 bits, masked, so that the verifier keeps the bound */
+	asm volatile("%[n] &= 0x1fff" : [n] "+r"(off));
+	if (off > STACK_CHUNK || !off || bpf_probe_read_user(dst, off, (const void *)sp))
+		return 0;
+	pages = (size - off) / STACK_CHUNK;
+	for (int i = 0; i < MAX_USTACK_BYTES / STACK_CHUNK; i++) {
+		if (i >= pages)
+			break;
+		if (bpf_probe_read_user(dst + off, STACK_CHUNK, (const void *)(sp + off)))
+			return off;
+		off += STACK_CHUNK;
+	}
+	n = size - off;
+	asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
+	if (n && n < STACK_CHUNK && off <= MAX_USTACK_BYTES &&
+	    !bpf_probe_read_user(dst + off, n, (const void *)(sp + off)))
+		off += n;
+	return off;
+}
+
+/*
+ * The user registers of @task (the current task, with an mm) into @sc's
+ * header, and @size bytes of its user stack after @kbytes of kernel stack.
+ * @return the stack bytes copied (0: its first page could not be read).
+ */
+static __always_inline __u32 fill_user(struct scratch *sc, __u64 kbytes, struct task_struct *task,
+				       struct mm_struct *mm, __u32 size)
+{
+	/* the registers the task had in user space, even when it is in a syscall now */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct sample_hdr *h = &sc->h;
+	__u64 start;
+
+	h->flags |= SAMPLE_F_USER_REGS;
+	h->pc = PT_REGS_IP(regs);
+	h->sp = PT_REGS_SP(regs);
+	h->fp = PT_REGS_FP(regs);
+#if defined(__TARGET_ARCH_arm64)
+	h->lr = regs->regs[30];
+#endif
+	/*
+	 * On the stack the process started on, no frame lies above the sp the
+	 * kernel gave its entry point: what is past it is argv, the environment
+	 * and the auxiliary vector, kilobytes that no unwind reads.
+	 */
+	start = mm->start_stack;
+	if (h->sp < start && start - h->sp + START_SLACK < size)
+		size = start - h->sp + START_SLACK;
+	h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
+	return h->ustack_len;
+}
+
+#endif
