@@ -97,7 +97,7 @@ static void touch_record(const struct profile_record *r, size_t *decoded)
 		break;
 	case PROFILE_REC_SAMPLE:
 		sink += r->sample.time_ns + r->sample.pid + r->sample.tid + r->sample.cpu +
-			r->sample.weight;
+			r->sample.weight + r->sample.event;
 		touch_stack(r->sample.ustack, r->sample.ustack_len, r->sample.ustack_id, decoded);
 		touch_stack(r->sample.kstack, r->sample.kstack_len, r->sample.kstack_id, decoded);
 		break;
@@ -110,6 +110,13 @@ static void touch_record(const struct profile_record *r, size_t *decoded)
 	case PROFILE_REC_COMM:
 		touch_str(r->comm.comm, "comm comm");
 		sink += r->comm.time_ns + r->comm.pid + r->comm.tid;
+		break;
+	case PROFILE_REC_EVENT:
+		touch_str(r->event.name, "event name");
+		if (!r->event.id)
+			broken("event record with id 0 returned");
+		sink += r->event.type + r->event.config + r->event.period + r->event.freq_hz +
+			r->event.flags;
 		break;
 	default:
 		broken("record of unknown type %u returned", r->type);

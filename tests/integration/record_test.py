@@ -317,17 +317,12 @@ def case_chains(ctx):
     pids = {s.pid for s in prof.samples}
     expect(len(pids) == 1, fails, f'samples of {len(pids)} processes, want only the command')
     procs = [pr for pr in prof.processes if pr.exe == prog]
-    # sfprof's child can be sampled inside its execve of the command, still named sfprof:
-    # that image is sfprof's own (its mappings are read before the exec), never the command's
-    sfprof_exe = os.path.realpath(ctx.sfprof)
+    # sfprof's child is recorded from its exec of the command on, as perf counts a
+    # command: a sample inside the exec, still named sfprof, is not the command's
     for pr in prof.processes:
-        if pr.exe != prog:
-            expect(pr.exe == sfprof_exe, fails,
-                   f'a process record with exe {pr.exe}, want {prog} or sfprof before its exec')
-    pre_exec = [pr for pr in prof.processes if pr.exe == sfprof_exe]
-    if pre_exec:
-        log(f'an image of sfprof\'s child sampled before its exec completed: '
-            f'{sum(1 for s in prof.samples if s.process in pre_exec)} sample(s)')
+        expect(pr.exe == prog, fails, f'a process record with exe {pr.exe}, want only {prog}')
+    expect(all(s.comm != 'sfprof' for s in prof.samples), fails,
+           'samples of sfprof\'s child before its exec were recorded')
     expect(len(procs) == 1, fails, f'{len(procs)} process records with exe {prog}, want 1')
     samples = [s for s in prof.samples if s.process in procs]
     tids = {s.tid for s in samples}

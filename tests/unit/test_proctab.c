@@ -300,12 +300,12 @@ static size_t told_maps_of(const struct told *t, const char *path)
 /*
  * The exec race: a process learned before it exec'd, whose first sample (taken
  * inside the exec) is handled after it. /proc then holds the next program:
- * its mappings must not be told as the old image's. Learned with its mappings
- * (@mapped), the old image keeps them; learned without, it has none, and
+ * its mappings must not be told as the old image's. The image has none, and
  * says why once.
  */
-static void exec_race(struct fixture *f, bool mapped)
+static void test_exec_race_scanned(void **state)
 {
+	struct fixture *f = *state;
 	char self[PATH_MAX], sleep_exe[PATH_MAX], want[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int go;
@@ -315,27 +315,32 @@ static void exec_race(struct fixture *f, bool mapped)
 	self[n] = '\0';
 	assert_non_null(realpath("/bin/sleep", sleep_exe));
 	pid = held_child(sleep_exe, &go);
-	assert_int_equal(mapped ? proctab__scan_mapped(f->tab, pid) : proctab__scan(f->tab, pid),
-			 0);
+	assert_int_equal(proctab__scan(f->tab, pid), 0);
 	let_exec(pid, go, sleep_exe);
 	sample(f, pid, "test_proctab");
 	stop_child(pid);
 	snprintf(want, sizeof(want), "process %d comm test_proctab exe %s", pid, self);
 	assert_told(f, 0, want);
 	assert_int_equal(told_maps_of(&f->told, sleep_exe), 0);
-	if (mapped)
-		assert_true(told_maps_of(&f->told, self) >= 1);
-	assert_int_equal(f->told.warns, mapped ? 0 : 1);
+	assert_int_equal(f->told.warns, 1);
 }
 
-static void test_exec_race_scanned(void **state)
+/* The command sfprof starts: held until its exec, then recorded as the program it runs. */
+static void test_held_until_exec(void **state)
 {
-	exec_race(*state, false);
-}
+	struct fixture *f = *state;
+	uint32_t me = (uint32_t)getpid();
 
-static void test_exec_race_held(void **state)
-{
-	exec_race(*state, true);
+	assert_int_equal(proctab__scan_held(f->tab, me), 0);
+	assert_true(proctab__before_exec(f->tab, me));
+	assert_false(proctab__before_exec(f->tab, P1));
+	/* a rename is no exec */
+	comm(f->tab, me, me, "renamed", false, 10);
+	assert_true(proctab__before_exec(f->tab, me));
+	comm(f->tab, me, me, "app", true, 11);
+	assert_false(proctab__before_exec(f->tab, me));
+	/* nothing was told of the image before */
+	assert_int_equal(f->told.n, 0);
 }
 
 /* A child starts with its parent's mappings; a new thread is no process. */
@@ -446,7 +451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec_before_mappings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_race_live, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_race_scanned, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exec_race_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_until_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_and_grace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),

@@ -947,8 +947,8 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < r.ntids; i++)
 		if ((!i || r.tid_pids[i] != r.tid_pids[i - 1]) && !pipeline__scan(r.pipeline, r.tid_pids[i]))
 			scanned++;
-	/* samples inside its exec show sfprof's code: its mappings now, before they go */
-	if (r.child > 0 && !pipeline__scan_mapped(r.pipeline, r.child))
+	/* sampled from its exec on, as perf counts a command: before it, it is sfprof */
+	if (r.child > 0 && !pipeline__scan_held(r.pipeline, r.child))
 		scanned++;
 
 	signal(SIGINT, on_signal);

@@ -175,15 +175,12 @@ int pipeline__scan(struct pipeline *pl, pid_t pid)
 	return err;
 }
 
-int pipeline__scan_mapped(struct pipeline *pl, pid_t pid)
+int pipeline__scan_held(struct pipeline *pl, pid_t pid)
 {
-	struct shard *sh = owner(pl, pid);
 	int err = 0;
 
-	/* the owner unwinds its samples; the others need only know it (a fork's parent) */
 	for (unsigned i = 0; i < pl->nshards; i++) {
-		int e = sh == &pl->shards[i] ? procs__scan_mapped(pl->shards[i].procs, pid) :
-					       procs__scan(pl->shards[i].procs, pid);
+		int e = procs__scan_held(pl->shards[i].procs, pid);
 
 		if (e && !err)
 			err = e;
@@ -452,6 +449,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->procs.processes += __atomic_load_n(&ps->processes, __ATOMIC_RELAXED);
 		st->procs.unknown_pid += ps->unknown_pid;
 		st->procs.copy_ran_out += ps->copy_ran_out;
+		st->procs.before_exec += ps->before_exec;
 		st->handled += sh->handled;
 		st->ustack_bytes += sh->ustack_bytes;
 		st->resized += sh->resized;

@@ -96,11 +96,11 @@ void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
 int pipeline__scan(struct pipeline *pl, pid_t pid);
 
 /**
- * pipeline__scan_mapped() - pipeline__scan(), and its mappings read now: for
- * the command sfprof starts, held before its exec, whose samples inside the
- * exec belong to the image it had then. @return 0 or -errno.
+ * pipeline__scan_held() - pipeline__scan() of the command sfprof starts,
+ * held before its exec: its samples are recorded from its exec on
+ * (proctab__scan_held()). @return 0 or -errno.
  */
-int pipeline__scan_mapped(struct pipeline *pl, pid_t pid);
+int pipeline__scan_held(struct pipeline *pl, pid_t pid);
 
 /** pipeline__scan_all() - every process in /proc. @return their number, or -errno. */
 int pipeline__scan_all(struct pipeline *pl);

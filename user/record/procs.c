@@ -249,9 +249,9 @@ int procs__scan(struct procs *p, pid_t pid)
 	return proctab__scan(p->tab, pid);
 }
 
-int procs__scan_mapped(struct procs *p, pid_t pid)
+int procs__scan_held(struct procs *p, pid_t pid)
 {
-	return proctab__scan_mapped(p->tab, pid);
+	return proctab__scan_held(p->tab, pid);
 }
 
 int procs__scan_all(struct procs *p)
@@ -391,6 +391,10 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	bool unknown, fresh;
 
 	memset(use, 0, sizeof(*use));
+	if (proctab__before_exec(p->tab, h->pid)) {
+		p->stats.before_exec++;
+		return;
+	}
 	pr = proctab__for_sample(p->tab, h->pid, h->comm, &unknown);
 	if (!pr) {
 		wrote(p, -ENOMEM);

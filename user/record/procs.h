@@ -20,6 +20,7 @@ struct procs_stats {
 	uint64_t processes;		/* processes with samples */
 	uint64_t unknown_pid;		/* samples of processes never seen in /proc or events */
 	uint64_t copy_ran_out;		/* user stacks cut short by the end of a full copy */
+	uint64_t before_exec;		/* samples of a held process before its exec: not written */
 };
 
 /* How a sample's user stack copy served its unwind. */
@@ -94,8 +95,8 @@ void procs__free(struct procs *p);
  */
 int procs__scan(struct procs *p, pid_t pid);
 
-/** procs__scan_mapped() - procs__scan(), its mappings read now (proctab__scan_mapped()). */
-int procs__scan_mapped(struct procs *p, pid_t pid);
+/** procs__scan_held() - procs__scan() of a process whose samples count from its exec (proctab__scan_held()). */
+int procs__scan_held(struct procs *p, pid_t pid);
 
 /** procs__scan_all() - procs__scan() every process in /proc. @return their number. */
 int procs__scan_all(struct procs *p);

@@ -21,6 +21,7 @@ struct proc {
 	bool counted;		/* in emitted_count (an exec emits a process again) */
 	bool exe_from_mmap;	/* exec'd: the next executable mapping names it */
 	bool maps_pending;	/* /proc/PID/maps is read at its first sample */
+	bool before_exec;	/* held: its samples are not recorded until it execs */
 	struct perf_rec_mmap2 **pending;	/* mappings not opened yet: until its first sample */
 	size_t npending, pending_cap;
 	bool exited;		/* kept a while: samples of its last moments come after the exit */
@@ -404,14 +405,21 @@ static void load_maps(struct proctab *t, struct proc *pr)
 		t->ops.warn(t->ctx, pr->pub.pid, pr->pub.comm, why);
 }
 
-int proctab__scan_mapped(struct proctab *t, pid_t pid)
+int proctab__scan_held(struct proctab *t, pid_t pid)
 {
 	int err = proctab__scan(t, pid);
 	struct proc *pr = get(t, pid);
 
-	if (!err && pr && pr->maps_pending && !pr->emitted)
-		load_maps(t, pr);
+	if (!err && pr)
+		pr->before_exec = true;
 	return err;
+}
+
+bool proctab__before_exec(const struct proctab *t, uint32_t pid)
+{
+	const struct proc *pr = get(t, pid);
+
+	return pr && pr->before_exec;
 }
 
 /* Tell the file of a process image: its mappings first made current. */
@@ -524,6 +532,8 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 	    !memchr(e->comm, '\0', size - offsetof(struct perf_rec_comm, comm)))
 		return;
 	if (e->header.misc & PERF_RECORD_MISC_COMM_EXEC) {
+		if (pr)
+			pr->before_exec = false;
 		/* a new image: new mappings follow, a new process record at its next sample */
 		if (pr && pr->exited) {
 			forget_exited(t, e->pid);

@@ -93,12 +93,16 @@ void proctab__free(struct proctab *t);
 int proctab__scan(struct proctab *t, pid_t pid);
 
 /**
- * proctab__scan_mapped() - proctab__scan(), and its mappings read now
- * rather than at its first sample: for a process about to run another
- * program whose samples before that must keep their names (the command
- * sfprof starts, held before its exec). @return as proctab__scan().
+ * proctab__scan_held() - proctab__scan() of a process about to exec the
+ * program to record (the command sfprof starts, held before its exec): its
+ * samples before the exec are not the program's, and
+ * proctab__before_exec() says so until its exec is applied, as perf starts
+ * counting a command at its exec. @return as proctab__scan().
  */
-int proctab__scan_mapped(struct proctab *t, pid_t pid);
+int proctab__scan_held(struct proctab *t, pid_t pid);
+
+/** @return whether a sample of @pid is of a held process before its exec (not to be recorded). */
+bool proctab__before_exec(const struct proctab *t, uint32_t pid);
 
 /** proctab__scan_all() - proctab__scan() every process in /proc. @return their number, or -errno. */
 int proctab__scan_all(struct proctab *t);
