@@ -31,33 +31,6 @@ const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much i
 const volatile __u64 min_ns = 1000000;		/* shorter blocks are not recorded */
 const volatile __u32 event_id = 0;		/* the offcpu-time event's id in the profile */
 
-/* The sampler's maps (sample.bpf.c), reused by the loader: one ring, one set of targets. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} samples SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 65536);
-} targets SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 4096);
-} tids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, MAX_SIZED_THREADS);
-} stack_sizes SEC(".maps");
-
 /* Threads off the CPU (tid): allocated as threads block, at most MAX_BLOCKED at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -17,25 +17,6 @@ const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 32 << 20);
-} samples SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 65536);
-} targets SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 4096);
-} tids SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -49,14 +30,6 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, MAX_EVENTS);
 } tp_hits SEC(".maps");
-
-/* The user-stack copy size of each thread (tid) the loader has sized: it learns from the unwinds. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, MAX_SIZED_THREADS);
-} stack_sizes SEC(".maps");
 
 /*
  * One scratch sample per CPU (the loader sets max_entries): perf_event and

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* BPF-only helpers of the samplers (sample.bpf.c, offcpu.bpf.c): the scratch sample and the user stack copy. */
+/* BPF-only parts of the samplers (sample.bpf.c, offcpu.bpf.c): their shared maps, the scratch sample and the user stack copy. */
 #ifndef SFPROF_SAMPLE_BPF_H
 #define SFPROF_SAMPLE_BPF_H
 
@@ -7,6 +7,39 @@
 
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
 #define START_SLACK 64		/* bytes copied past the sp a process started with (see fill_user()) */
+
+/*
+ * The maps both programs use (sample.bpf.c's; the off-CPU object's are given
+ * the sampler's fds by its loader): one ring, one set of targets and tids,
+ * one table of per-thread copy sizes. Declared once, so that they cannot
+ * drift apart.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 65536);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} tids SEC(".maps");
+
+/* The user-stack copy size of each thread (tid) the loader has sized: it learns from the unwinds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, MAX_SIZED_THREADS);
+} stack_sizes SEC(".maps");
 
 /*
  * A sample is assembled here, then copied into the ring at its exact size:
