@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "record/pipeline.h"
 #include "record/procs.h"
 #include "snapshot.h"
 
@@ -705,6 +706,84 @@ out:
 	return ret;
 }
 
+/*
+ * One process's samples through the pipeline's threads (pipeline.h), all
+ * queued before the threads start: the wall time from their start to their
+ * end, with 1 and with @workers threads. The process's own thread takes its
+ * samples in batches and the others, with nothing queued, unwind part of
+ * each. @return 0 or -1.
+ */
+static int measure_threads(const char *path, const struct snapshot *snaps, size_t n,
+			   uint64_t count, unsigned workers, struct figures *f, uint64_t *helped)
+{
+	struct profile_meta meta = { .flags = PROFILE_F_COMMAND, .freq_hz = 999,
+				     .cmdline = "bench/pipeline threads" };
+	struct profile_diag diag = { "" };
+	pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+	struct pipeline_stats st;
+	struct pipeline *pl = NULL;
+	struct profile_writer *w;
+	struct clocks start;
+	struct stat fst;
+	size_t bytes = 0;
+	int ret = -1, err;
+
+	for (uint64_t k = 0; k < count; k++)
+		bytes += sizeof(struct sample_hdr) + snaps[k % n].h.ustack_len + 64;
+	w = profile_writer__create(path, &meta, &diag);
+	if (!w) {
+		fprintf(stderr, "pipeline: %s\n", diag.reason);
+		return -1;
+	}
+	struct pipeline_opts opts = {
+		.workers = workers, .queue_bytes = bytes * workers + (8u << 20),
+		.arch = SFU_ARCH_HOST, .max_depth = KEPT_FRAMES, .copy_start = COPY_START,
+		.copy_adaptive = true,
+	};
+	pl = pipeline__new(w, &wlock, &opts);
+	if (!pl || (err = pipeline__scan(pl, getpid()))) {
+		fprintf(stderr, "pipeline: pipeline__new/scan: %s\n", strerror(pl ? -err : errno));
+		goto out;
+	}
+	for (uint64_t k = 0; k < count; k++) {
+		struct sample_hdr h = snaps[k % n].h;
+
+		h.time_ns = 1000000 + k * PERIOD_NS;
+		pipeline__sample(pl, &h, NULL, snaps[k % n].ustack);
+	}
+	*f = (struct figures){ .samples = count };
+	clocks__now(&start);
+	if ((err = pipeline__start(pl)) || (err = pipeline__finish(pl))) {
+		fprintf(stderr, "pipeline: %u threads: %s\n", workers, strerror(-err));
+		goto out;
+	}
+	clocks__add_since(&start, &f->cpu, &f->wall);
+	pipeline__stats(pl, &st);
+	if (st.procs.samples != count || st.procs.complete != count || st.dropped) {
+		fprintf(stderr, "pipeline: %u threads: %" PRIu64 " samples queued, %" PRIu64
+			" written, %" PRIu64 " complete, %" PRIu64 " dropped: the figures mean "
+			"nothing\n", workers, count, st.procs.samples, st.procs.complete, st.dropped);
+		goto out;
+	}
+	*helped = st.helped;
+	pipeline__free(pl);
+	pl = NULL;
+	err = profile_writer__close(w, false, &diag);
+	w = NULL;
+	if (err) {
+		fprintf(stderr, "pipeline: closing %s: %s\n", path, diag.reason);
+		goto out;
+	}
+	if (!stat(path, &fst))
+		f->bytes = (uint64_t)fst.st_size;
+	ret = 0;
+out:
+	pipeline__free(pl);
+	if (w)
+		profile_writer__discard(w);
+	return ret;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pipeline [--samples N] [--cold-runs N] [--out FILE]\n"
@@ -816,6 +895,32 @@ int main(int argc, char **argv)
 	printf("target: %d samples/s per core: %s (mixed: %.0f)\n", TARGET,
 	       (double)f.samples / f.cpu >= TARGET ? "met" : "NOT met",
 	       (double)f.samples / f.cpu);
+	remove_file(tmp_path);
+
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned most = cpus < 2 ? 2 : cpus > 4 ? 4 : (unsigned)cpus;
+		double one = 0;
+
+		printf("# one process through the pipeline's threads: %llu mixed samples queued, then "
+		       "the threads started;\n# wall time from their start to their end (%ld CPUs)\n",
+		       count, cpus);
+		printf("%-8s %9s %8s %14s %10s %s\n", "threads", "samples", "wall s", "samples/s",
+		       "speed-up", "unwound by a helping thread");
+		for (unsigned t = 1; t <= most; t++) {
+			uint64_t helped = 0;
+
+			if (measure_threads(tmp_path, snaps, nsnaps, count, t, &f, &helped))
+				goto out;
+			remove_file(tmp_path);
+			if (t == 1)
+				one = (double)f.samples / f.wall;
+			printf("%-8u %9" PRIu64 " %8.3f %14.0f %9.2fx %.1f%%\n", t, f.samples, f.wall,
+			       (double)f.samples / f.wall, (double)f.samples / f.wall / one,
+			       100.0 * (double)helped / (double)f.samples);
+			fflush(stdout);
+		}
+	}
 	ret = 0;
 out:
 	remove_file(tmp_path);

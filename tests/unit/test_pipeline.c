@@ -90,6 +90,9 @@ struct got_rec {
 	char comm[32];
 	uint64_t kaddrs[16];	/* the kernel stack, innermost first */
 	size_t kdepth;
+	uint64_t uaddrs[64];	/* the user stack (test_helping's), innermost first */
+	size_t udepth;
+	bool ucomplete;		/* it ends in `end`, not `trunc` */
 };
 
 struct readback {
@@ -121,6 +124,26 @@ static void _decode_kstack(const uint8_t *cbf, size_t len, struct got_rec *g, co
 		}
 		g->kaddrs[g->kdepth++] = frames[i].value;
 	}
+}
+
+static void _decode_ustack(const uint8_t *cbf, size_t len, struct got_rec *g, const char *file,
+			   int line)
+{
+	struct sfu_cbf_frame frames[ARRAY_SIZE(g->uaddrs) + 1];
+	size_t n = 0;
+
+	g->udepth = 0;
+	g->ucomplete = false;
+	if (!cbf)
+		return;
+	if (sfu_cbf_decode(cbf, len, 0, frames, ARRAY_SIZE(frames), &n, NULL, NULL) || !n ||
+	    (frames[n - 1].kind != SFU_CBF_END && frames[n - 1].kind != SFU_CBF_TRUNCATED)) {
+		print_error("user stack of %zu bytes does not decode to a whole stack\n", len);
+		_fail(file, line);
+	}
+	g->ucomplete = frames[n - 1].kind == SFU_CBF_END;
+	for (size_t i = 0; i + 1 < n; i++)
+		g->uaddrs[g->udepth++] = frames[i].value;
 }
 
 /* Close the writer and read every record of the file back. */
@@ -177,6 +200,7 @@ static void _close_and_read(struct fixture *f, struct readback *rb, const char *
 			g->cpu = rec.sample.cpu;
 			g->time_ns = rec.sample.time_ns;
 			_decode_kstack(rec.sample.kstack, rec.sample.kstack_len, g, file, line);
+			_decode_ustack(rec.sample.ustack, rec.sample.ustack_len, g, file, line);
 			rb->samples++;
 			break;
 		default:
@@ -565,6 +589,173 @@ static void test_exec_order(void **state)
 		fixture_close(&f);
 	}
 }
+
+
+#if defined(__x86_64__)
+/* ---- real stacks of this process, unwound by helping threads ---- */
+
+#define CAPTURE_BYTES 16384u
+#define CAPTURE_DEPTHS 6
+
+struct captured {
+	struct sample_hdr h;
+	uint8_t stack[CAPTURE_BYTES];
+};
+
+/* The registers and stack of this point: a sample's, as the BPF side takes them. */
+static __attribute__((noinline)) void capture_here(struct captured *c)
+{
+	uint64_t pc, sp, fp;
+	extern void *__libc_stack_end;
+	size_t len;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(pc), "=r"(sp), "=r"(fp));
+	len = (uint64_t)(uintptr_t)__libc_stack_end - sp;
+	if (len > CAPTURE_BYTES)
+		len = CAPTURE_BYTES;
+	memcpy(c->stack, (const void *)(uintptr_t)sp, len);
+	c->h.pc = pc;
+	c->h.sp = sp;
+	c->h.fp = fp;
+	c->h.ustack_len = (uint32_t)len;
+	c->h.flags = SAMPLE_F_USER_REGS;
+}
+
+/* @depth - 1 frames of itself above capture_here(): the chain is known by construction. */
+#define CAPTURE_BASE_DEPTH 20	/* deep enough that a batch takes longer than a wake-up */
+static __attribute__((noinline)) void capture_at_depth(struct captured *c, int depth)
+{
+	if (depth > 1)
+		capture_at_depth(c, depth - 1);
+	else
+		capture_here(c);
+	__asm__ volatile("" ::: "memory");	/* no tail call */
+}
+
+/* The chain sfu_unwind() gives @c alone, in this process's own address space. */
+static size_t unwind_alone(const struct captured *c, uint64_t *addrs, size_t max, bool *complete)
+{
+	struct sfu_cache *cache = sfu_cache__new();
+	struct sfu_addrspace *as;
+	struct sfu_unwind_opts opts = { .arch = TEST_ARCH };
+	struct sfu_snapshot snap = { c->h.sp, c->stack, c->h.ustack_len };
+	struct sfu_regs regs = { .pc = c->h.pc, .sp = c->h.sp, .fp = c->h.fp };
+	struct sfu_frame frames[64];
+	size_t n = 0;
+
+	assert_non_null(cache);
+	as = sfu_addrspace__new(cache, NULL);
+	assert_non_null(as);
+	assert_int_equal(sfu_addrspace__load_pid(as, getpid(), NULL), 0);
+	*complete = sfu_unwind(as, &opts, &regs, sfu_snapshot_read, &snap, frames, 64, &n) ==
+		    SFU_STOP_OUTERMOST;
+	assert_true(n <= max);
+	for (size_t i = 0; i < n; i++)
+		addrs[i] = frames[i].addr;
+	sfu_addrspace__free(as);
+	sfu_cache__free(cache);
+	return n;
+}
+
+/*
+ * One process's samples unwound by two threads: the idle thread unwinds
+ * part of each batch the busy one offers, and every sample is still written
+ * in its order with its own user stack. The stacks are this process's, taken
+ * at depths 20 to 25 of a recursion: the chains are those sfu_unwind() gives
+ * each alone, complete, one frame longer per level. Whether the idle thread
+ * gets a share is the scheduler's to say: a run where it got none is tried
+ * again (five times at most), each run checked whole.
+ */
+static void test_helping(void **state)
+{
+	static const unsigned workers[] = { 1, 2, 3 };
+	static struct captured caps[CAPTURE_DEPTHS];
+	uint64_t want[CAPTURE_DEPTHS][64];
+	size_t want_n[CAPTURE_DEPTHS];
+	const size_t n = 2400;
+
+	(void)state;
+	for (int d = 0; d < CAPTURE_DEPTHS; d++) {
+		bool complete;
+
+		capture_at_depth(&caps[d], CAPTURE_BASE_DEPTH + d);
+		want_n[d] = unwind_alone(&caps[d], want[d], 64, &complete);
+		assert_true(complete);
+		/* one more frame of the recursion per level */
+		if (d)
+			assert_int_equal(want_n[d], want_n[0] + (size_t)d);
+	}
+	for (size_t c = 0, attempt = 1; c < ARRAY_SIZE(workers); attempt++) {
+		struct pipeline_stats st;
+		struct readback rb;
+		struct fixture f;
+		struct pipeline *pl;
+		size_t seen = 0;
+		bool again;
+
+		print_message("%u workers, one process (run %zu)\n", workers[c], attempt);
+		fixture_open(&f);
+		pl = pipeline_or_fail(&f, workers[c], 256u << 20);
+		/* queued before the threads start: batches of 64 wait at once */
+		for (size_t i = 0; i < n; i++) {
+			struct captured *cp = &caps[i % CAPTURE_DEPTHS];
+
+			cp->h.time_ns = 1000 + i;
+			cp->h.pid = (uint32_t)getpid();
+			cp->h.tid = (uint32_t)getpid() + (uint32_t)(i % 4);
+			snprintf(cp->h.comm, sizeof(cp->h.comm), "helped");
+			pipeline__sample(pl, &cp->h, NULL, cp->stack);
+		}
+		assert_int_equal(pipeline__start(pl), 0);
+		assert_int_equal(pipeline__finish(pl), 0);
+		pipeline__stats(pl, &st);
+		assert_stat(st.dropped, 0);
+		assert_stat(st.handled, n);
+		assert_stat(st.procs.complete, n);
+		print_message("  %llu of %zu samples unwound by a helping thread\n",
+			      (unsigned long long)st.helped, n);
+		if (workers[c] == 1)
+			assert_stat(st.helped, 0);
+		else
+			assert_true(st.helped < n);
+		again = workers[c] > 1 && !st.helped;
+		if (again && attempt == 5)
+			fail_msg("%u workers: no sample unwound by a helping thread in 5 runs",
+				 workers[c]);
+		pipeline__free(pl);
+
+		close_and_read(&f, &rb);
+		for (size_t i = 0; i < rb.n; i++) {
+			const struct got_rec *g = &rb.recs[i];
+			size_t k;
+
+			if (g->type != PROFILE_REC_SAMPLE)
+				continue;
+			/* in order, each with the stack of its own depth */
+			assert_int_equal(g->time_ns, 1000 + seen);
+			k = seen % CAPTURE_DEPTHS;
+			assert_true(g->ucomplete);
+			assert_int_equal(g->udepth, want_n[k]);
+			assert_memory_equal(g->uaddrs, want[k], want_n[k] * sizeof(uint64_t));
+			seen++;
+		}
+		assert_int_equal(seen, n);
+		free(rb.recs);
+		fixture_close(&f);
+		if (!again) {
+			c++;
+			attempt = 0;
+		}
+	}
+}
+#else
+static void test_helping(void **state)
+{
+	(void)state;
+	skip();	/* the capture is written for x86-64 */
+}
+#endif
 
 /* The bytes an item takes in a queue, read from queued_peak: an empty one-thread pipeline queues it. */
 struct costs {
@@ -1008,6 +1199,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_samples_through_workers),
 		cmocka_unit_test(test_exec_order),
+		cmocka_unit_test(test_helping),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_queue_laps),
 		cmocka_unit_test(test_free_queued),

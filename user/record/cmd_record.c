@@ -705,6 +705,9 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)
 		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
+	if (r->workers > 1)
+		fprintf(stderr, "sfprof record: %" PRIu64 " samples (%.1f%%) unwound by a thread helping "
+			"their process's\n", ps.helped, ps.handled ? 100.0 * ps.helped / ps.handled : 0.0);
 	if (ps.dropped_events)
 		fprintf(stderr, "sfprof record: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);

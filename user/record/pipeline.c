@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "pipeline.h"
@@ -25,6 +26,22 @@ struct item {
 };
 
 #define ITEM_ALIGN 16u	/* the end of the queue always has room for a header */
+
+/*
+ * A thread takes the samples at the head of its queue in batches (up to the
+ * next task event): their processes first, in order; then their unwinding,
+ * which the threads with nothing queued share (help()); then their writing,
+ * in order. The address spaces cannot change in between: only task events
+ * change them, and the batch ends before one.
+ */
+#define BATCH_MAX 64u
+
+struct slot {
+	const struct item *it;
+	const struct proctab_proc *pr;	/* NULL: not written */
+	uint64_t unwind_ns;		/* what the unwinding took, on whichever thread */
+	struct procs_unwound u;
+};
 
 /*
  * One unwinding thread, the processes it owns, and its queue: a ring of
@@ -50,6 +67,16 @@ struct shard {
 	/* the thread's own; read by others after it is joined */
 	uint64_t handled, ustack_bytes, resized;
 	uint64_t slow, slowest_ns;
+	uint64_t helped;	/* samples of other threads' batches unwound here */
+	uint64_t shared;	/* samples of this thread's batches unwound by others */
+	/*
+	 * The batch being handled. board (atomic) offers its unwinding to the
+	 * other threads: generation << 32 | count << 16 | next to take; done
+	 * (atomic) counts the slots unwound.
+	 */
+	struct slot batch[BATCH_MAX];
+	uint64_t board;
+	uint32_t done;
 };
 
 struct pipeline {
@@ -211,21 +238,157 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static void handle(struct shard *sh, const struct item *it)
+static void unwind_slot(struct procs *self, struct slot *sl)
+{
+	const struct sample_hdr *h = (const struct sample_hdr *)sl->it->data;
+	const uint64_t *kstack = (const uint64_t *)(h + 1);
+	uint64_t t0 = now_ns();
+
+	procs__unwind(self, sl->pr ? sl->pr->as : NULL, h,
+		      (const uint8_t *)(kstack + h->kstack_depth), &sl->u);
+	sl->unwind_ns = now_ns() - t0;
+}
+
+/* Take the next slot of @sh's offered batch. @return false when none is left. */
+static bool claim(struct shard *sh, unsigned *idx)
+{
+	uint64_t b = __atomic_load_n(&sh->board, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		unsigned n = (b >> 16) & 0xffff, next = b & 0xffff;
+
+		if (next >= n)
+			return false;
+		/* the generation in the word: a later batch's board never matches */
+		if (__atomic_compare_exchange_n(&sh->board, &b, b + 1, true, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			*idx = next;
+			return true;
+		}
+	}
+}
+
+static bool offered(const struct shard *sh)
+{
+	uint64_t b = __atomic_load_n(&sh->board, __ATOMIC_ACQUIRE);
+
+	return (b & 0xffff) < ((b >> 16) & 0xffff);
+}
+
+/* Whether another thread than @me offers slots. */
+static bool offered_any(const struct shard *me)
+{
+	for (unsigned j = 0; j < me->pl->nshards; j++)
+		if (&me->pl->shards[j] != me && offered(&me->pl->shards[j]))
+			return true;
+	return false;
+}
+
+/* Whether another thread than @me has items queued: it may offer a batch soon. */
+static bool busy_peer(const struct shard *me)
+{
+	for (unsigned j = 0; j < me->pl->nshards; j++) {
+		const struct shard *sh = &me->pl->shards[j];
+
+		if (sh != me && __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE) !=
+				__atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/*
+ * Unwind slots of the other threads' offered batches with @me's unwinding
+ * state; @me has nothing queued. @return whether it did any.
+ */
+static bool help(struct shard *me)
+{
+	struct pipeline *pl = me->pl;
+	bool any = false;
+
+	for (unsigned j = 0; j < pl->nshards; j++) {
+		struct shard *sh = &pl->shards[j];
+		unsigned i;
+
+		if (sh == me)
+			continue;
+		while (claim(sh, &i)) {
+			unwind_slot(me->procs, &sh->batch[i]);
+			__atomic_add_fetch(&sh->done, 1, __ATOMIC_RELEASE);
+			me->helped++;
+			any = true;
+		}
+	}
+	return any;
+}
+
+/* Offer @sh's batch of @n slots and wake the threads that sleep. */
+static void offer(struct shard *sh, unsigned n)
 {
 	struct pipeline *pl = sh->pl;
+	uint64_t gen = (__atomic_load_n(&sh->board, __ATOMIC_RELAXED) >> 32) + 1;
 
-	if (it->kind == ITEM_TASK_EVENT) {
-		procs__task_event(sh->procs, (const struct perf_event_header *)it->data, it->time);
-	} else if (!procs__error(sh->procs)) {
-		const struct sample_hdr *h = (const struct sample_hdr *)it->data;
-		const uint64_t *kstack = (const uint64_t *)(h + 1);
+	__atomic_store_n(&sh->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->board, gen << 32 | (uint64_t)n << 16, __ATOMIC_SEQ_CST);
+	for (unsigned j = 0; j < pl->nshards; j++) {
+		struct shard *other = &pl->shards[j];
+
+		if (other != sh && __atomic_load_n(&other->sleeping, __ATOMIC_SEQ_CST)) {
+			pthread_mutex_lock(&other->lock);
+			pthread_cond_signal(&other->wake);
+			pthread_mutex_unlock(&other->lock);
+		}
+	}
+}
+
+/* Handle the @n samples in @sh->batch: processes, unwinding (shared), writing, in order. */
+static void handle_batch(struct shard *sh, unsigned n)
+{
+	struct pipeline *pl = sh->pl;
+	uint64_t begin_ns[BATCH_MAX];
+	unsigned i, mine = 0;
+
+	for (i = 0; i < n; i++) {
+		struct slot *sl = &sh->batch[i];
+		uint64_t t0 = now_ns();
+
+		sl->pr = procs__error(sh->procs) ? NULL :
+			procs__sample_process(sh->procs, (const struct sample_hdr *)sl->it->data);
+		begin_ns[i] = now_ns() - t0;
+	}
+	if (n > 1 && pl->nshards > 1) {
+		offer(sh, n);
+		while (claim(sh, &i)) {
+			unwind_slot(sh->procs, &sh->batch[i]);
+			mine++;
+		}
+		/* the others finish the slots they took: a few microseconds each */
+		while (__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) + mine < n)
+			sched_yield();
+		sh->shared += n - mine;
+	} else {
+		for (i = 0; i < n; i++)
+			unwind_slot(sh->procs, &sh->batch[i]);
+	}
+	for (i = 0; i < n; i++) {
+		struct slot *sl = &sh->batch[i];
+		const struct sample_hdr *h = (const struct sample_hdr *)sl->it->data;
 		struct procs_copy_use use;
 		uint64_t t0 = now_ns(), took;
 
-		procs__sample(sh->procs, h, kstack, (const uint8_t *)(kstack + h->kstack_depth),
-			      &use);
-		took = now_ns() - t0;
+		if (!sl->pr || procs__error(sh->procs))
+			continue;
+		procs__sample_write(sh->procs, sl->pr, h, (const uint64_t *)(h + 1), &sl->u, &use);
+		took = begin_ns[i] + sl->unwind_ns + (now_ns() - t0);
 		if (took > PIPELINE_SLOW_NS)
 			sh->slow++;
 		if (took > sh->slowest_ns)
@@ -246,9 +409,29 @@ static bool wait_item(struct shard *sh)
 	__atomic_store_n(&sh->sleeping, true, __ATOMIC_SEQ_CST);
 	/* looked at again after saying so: a writer that missed the flag has published */
 	while (__atomic_load_n(&sh->head, __ATOMIC_SEQ_CST) == sh->tail) {
-		if (__atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST)) {
+		/* nothing queued: unwind for a thread that has (offer() wakes us) */
+		bool any = offered_any(sh), busy = any || busy_peer(sh);
+
+		/* closing, this thread still helps the others to their ends */
+		if (!busy && __atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST)) {
 			more = false;
 			break;
+		}
+		if (busy) {
+			/*
+			 * While another thread works, stay awake a little for
+			 * its next batch: a wake-up takes about as long as a
+			 * batch of cached unwinds.
+			 */
+			pthread_mutex_unlock(&sh->lock);
+			if (!help(sh))
+				for (int spin = 0; spin < 200 && !offered_any(sh) &&
+				     __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE) == sh->tail; spin++)
+					cpu_relax();
+			pthread_mutex_lock(&sh->lock);
+			/* closing, nobody wakes this thread again: it looks until the others end */
+			if (any || offered_any(sh) || __atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST))
+				continue;
 		}
 		pthread_cond_wait(&sh->wake, &sh->lock);
 	}
@@ -257,23 +440,66 @@ static bool wait_item(struct shard *sh)
 	return more;
 }
 
+/* The item at byte @at of @sh's queue, past a wrap marker there: *@at moves past the marker. */
+static struct item *item_at(struct shard *sh, size_t *at)
+{
+	size_t pos = *at % sh->size;
+	struct item *it = (struct item *)(sh->ring + pos);
+
+	if (it->kind == ITEM_WRAP) {
+		*at += sh->size - pos;
+		it = (struct item *)sh->ring;
+	}
+	return it;
+}
+
 static void *worker(void *arg)
 {
 	struct shard *sh = arg;
 	struct pipeline *pl = sh->pl;
+	/* a batch holds at most this much of the queue: the producer keeps room */
+	size_t batch_bytes = sh->size / 8;
 
 	while (wait_item(sh)) {
 		size_t head = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE);
 
 		while (sh->tail != head) {
-			size_t pos = sh->tail % sh->size;
-			struct item *it = (struct item *)(sh->ring + pos);
-			size_t size = it->kind == ITEM_WRAP ? sh->size - pos : item_size(it->len);
+			size_t at = sh->tail, from;
+			struct item *it = item_at(sh, &at);
+			unsigned n = 0;
 
-			if (it->kind != ITEM_WRAP && !__atomic_load_n(&pl->abandon, __ATOMIC_RELAXED))
-				handle(sh, it);
-			/* the room goes back item by item: the writer need not wait for a batch */
-			__atomic_store_n(&sh->tail, sh->tail + size, __ATOMIC_RELEASE);
+			if (at == head) {	/* a wrap marker last */
+				__atomic_store_n(&sh->tail, at, __ATOMIC_RELEASE);
+				break;
+			}
+			if (__atomic_load_n(&pl->abandon, __ATOMIC_RELAXED)) {
+				__atomic_store_n(&sh->tail, at + item_size(it->len), __ATOMIC_RELEASE);
+				continue;
+			}
+			if (it->kind == ITEM_TASK_EVENT) {
+				procs__task_event(sh->procs, (const struct perf_event_header *)it->data,
+						  it->time);
+				/* the room goes back item by item: the writer need not wait for a batch */
+				__atomic_store_n(&sh->tail, at + item_size(it->len), __ATOMIC_RELEASE);
+				continue;
+			}
+			/* the samples up to the next task event, the end, or the batch's bounds */
+			from = at;
+			for (;;) {
+				sh->batch[n++].it = it;
+				at += item_size(it->len);
+				if (n == BATCH_MAX || at == head || at - from >= batch_bytes)
+					break;
+				size_t next = at;
+				struct item *nx = item_at(sh, &next);
+
+				if (next == head || nx->kind != ITEM_SAMPLE)
+					break;
+				at = next;
+				it = nx;
+			}
+			handle_batch(sh, n);
+			__atomic_store_n(&sh->tail, at, __ATOMIC_RELEASE);
 		}
 	}
 	return NULL;
@@ -454,6 +680,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->ustack_bytes += sh->ustack_bytes;
 		st->resized += sh->resized;
 		st->slow += sh->slow;
+		st->helped += sh->helped;
 		if (sh->slowest_ns > st->slowest_ns)
 			st->slowest_ns = sh->slowest_ns;
 	}
@@ -522,6 +749,8 @@ void pipeline__free(struct pipeline *pl)
 		if (sh->ring)
 			munmap(sh->ring, sh->size);
 		procs__free(sh->procs);
+		for (unsigned k = 0; k < BATCH_MAX; k++)
+			procs__unwound_release(&sh->batch[k].u);
 		pthread_cond_destroy(&sh->wake);
 		pthread_mutex_destroy(&sh->lock);
 	}

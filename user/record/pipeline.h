@@ -50,6 +50,7 @@ struct pipeline_stats {
 	uint64_t module_memory;		/* what the files loaded hold now */
 	uint64_t slow;			/* samples that took a thread over PIPELINE_SLOW_NS */
 	uint64_t slowest_ns;		/* the longest a sample took */
+	uint64_t helped;		/* samples unwound by a thread other than their process's */
 	struct prepare_stats prepare;
 };
 
@@ -67,7 +68,9 @@ struct pipeline;
  *         writes to @w while the threads run.
  *
  * Samples go to the thread of their process (pid % workers), so that one
- * process's samples and task events are handled in their order; task events
+ * process's samples and task events are handled in their order, and the
+ * threads with nothing queued unwind for the others (a batch of samples at
+ * a time, written in order by their own thread); task events
  * go to every thread, and every thread learns every running process, so
  * that each knows what it needs of processes it does not own (a fork's
  * parent) without opening their files. Files are opened

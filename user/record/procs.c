@@ -45,7 +45,8 @@ struct procs {
 	procs_module_fn module_hook;
 	void *module_ctx;
 	struct sfu_frame frames[MAX_UNWIND];
-	struct stack_enc ustack, kstack;
+	struct procs_unwound own;	/* procs__sample()'s */
+	struct stack_enc kstack;
 };
 
 /* Keep the first error of a write to the file. @return @err. */
@@ -206,7 +207,7 @@ void procs__free(struct procs *p)
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
 	sfu_unwind_cache__free(p->opts.cache);
-	stack_enc__release(&p->ustack);
+	procs__unwound_release(&p->own);
 	stack_enc__release(&p->kstack);
 	free(p);
 }
@@ -292,36 +293,42 @@ static int watched_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
-/* The CBF of a sample's user stack in *@cbf, *@len (0: none); @use says how its copy served. */
-static void user_stack(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
-		       const uint8_t *ustack, struct procs_copy_use *use, const uint8_t **cbf,
-		       size_t *len)
+void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const struct sample_hdr *h,
+		   const uint8_t *ustack, struct procs_unwound *u)
 {
 	struct sfu_regs regs = { .pc = h->pc, .sp = h->sp, .fp = h->fp, .lr = h->lr };
 	struct watched_copy copy = { { h->sp, ustack, h->ustack_len }, h->sp, false };
 	size_t n = 0;
 	int stop;
 
-	*len = 0;
-	if (!(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
+	u->cbf = NULL;
+	u->len = 0;
+	u->complete = false;
+	u->err = 0;
+	memset(&u->use, 0, sizeof(u->use));
+	if (!as || !(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
 		return;
-	stop = sfu_unwind(pr->as, &p->opts, &regs, watched_read, &copy, p->frames, MAX_UNWIND,
+	stop = sfu_unwind(as, &self->opts, &regs, watched_read, &copy, self->frames, MAX_UNWIND,
 			  &n);
-	use->copied = h->ustack_len;
-	use->used = copy.high - h->sp;
+	u->use.copied = h->ustack_len;
+	u->use.used = copy.high - h->sp;
 	/*
 	 * The copy ran out: the unwind did not reach the outermost frame and
 	 * asked for bytes just past the copy on its way (the stop itself may
 	 * then be the frame-pointer fallback's, not the read's).
 	 */
-	use->ran_out = stop != SFU_STOP_OUTERMOST && copy.past_end;
-	use->unwound = true;
-	if (wrote(p, stack_enc__frames(&p->ustack, p->frames, n, &p->cut,
-				       stop != SFU_STOP_OUTERMOST, cbf, len)))
-		return;
-	p->stats.user_stacks++;
-	if (stop == SFU_STOP_OUTERMOST)
-		p->stats.complete++;
+	u->use.ran_out = stop != SFU_STOP_OUTERMOST && copy.past_end;
+	u->use.unwound = true;
+	u->complete = stop == SFU_STOP_OUTERMOST;
+	u->err = stack_enc__frames(&u->enc, self->frames, n, &self->cut,
+				   stop != SFU_STOP_OUTERMOST, &u->cbf, &u->len);
+	if (u->err)
+		u->len = 0;
+}
+
+void procs__unwound_release(struct procs_unwound *u)
+{
+	stack_enc__release(&u->enc);
 }
 
 /* The copy size of @pr's program, made at the default when new; NULL when out of memory. */
@@ -372,12 +379,33 @@ static struct thread *thread_of(struct procs *p, const struct copy_size *prog,
 	return th;
 }
 
-void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
-		   const uint8_t *ustack, struct procs_copy_use *use)
+const struct proctab_proc *procs__sample_process(struct procs *p, const struct sample_hdr *h)
+{
+	const struct proctab_proc *pr;
+	bool unknown;
+
+	if (proctab__before_exec(p->tab, h->pid)) {
+		p->stats.before_exec++;
+		return NULL;
+	}
+	pr = proctab__for_sample(p->tab, h->pid, h->comm, &unknown);
+	if (!pr) {
+		wrote(p, -ENOMEM);
+		return NULL;
+	}
+	p->stats.unknown_pid += unknown;
+	/* read by the progress line on another thread */
+	__atomic_store_n(&p->stats.processes, proctab__emitted(p->tab), __ATOMIC_RELAXED);
+	return pr;
+}
+
+void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
+			 const uint64_t *kstack, const struct procs_unwound *u,
+			 struct procs_copy_use *use)
 {
 	struct profile_sample s = {
 		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu,
-		.event = h->event,
+		.event = h->event, .ustack = u->cbf, .ustack_len = u->len,
 	};
 	uint64_t weight = h->weight ? h->weight : 1;
 
@@ -385,28 +413,20 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	if (weight > MAX_WEIGHT)
 		weight = MAX_WEIGHT;
 	size_t kn = h->kstack_depth < MAX_UNWIND ? h->kstack_depth : MAX_UNWIND;
-	const struct proctab_proc *pr;
 	struct copy_size *prog = NULL;
 	struct thread *th;
-	bool unknown, fresh;
+	bool fresh;
 
-	memset(use, 0, sizeof(*use));
-	if (proctab__before_exec(p->tab, h->pid)) {
-		p->stats.before_exec++;
-		return;
-	}
-	pr = proctab__for_sample(p->tab, h->pid, h->comm, &unknown);
-	if (!pr) {
-		wrote(p, -ENOMEM);
-		return;
-	}
-	p->stats.unknown_pid += unknown;
-	/* read by the progress line on another thread */
-	__atomic_store_n(&p->stats.processes, proctab__emitted(p->tab), __ATOMIC_RELAXED);
+	*use = u->use;
 	if (p->copy_adaptive)
 		prog = program_size(p, pr);
 	th = thread_of(p, prog, h, &fresh);
-	user_stack(p, pr, h, ustack, use, &s.ustack, &s.ustack_len);
+	if (wrote(p, u->err))
+		return;
+	if (u->use.unwound) {
+		p->stats.user_stacks++;
+		p->stats.complete += u->complete;
+	}
 	if (th && use->ran_out && use->copied >= th->copy.size)
 		p->stats.copy_ran_out++;
 	if (th && p->copy_adaptive) {
@@ -431,4 +451,16 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 			return;
 		p->stats.samples++;
 	} while (weight);
+}
+
+void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
+		   const uint8_t *ustack, struct procs_copy_use *use)
+{
+	const struct proctab_proc *pr = procs__sample_process(p, h);
+
+	memset(use, 0, sizeof(*use));
+	if (!pr)
+		return;
+	procs__unwind(p, pr->as, h, ustack, &p->own);
+	procs__sample_write(p, pr, h, kstack, &p->own, use);
 }

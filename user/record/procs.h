@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 #include "sample.h"
 #include "sfunwind.h"
+#include "stack_enc.h"
 
 struct procs_stats {
 	uint64_t samples;		/* written */
@@ -113,6 +114,53 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
  */
 void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *kstack,
 		   const uint8_t *ustack, struct procs_copy_use *use);
+
+/*
+ * A sample in three steps, so that the middle one, the unwinding, may run on
+ * another thread than the table's (pipeline.h's helping threads):
+ * procs__sample_process() and procs__sample_write() on the table's thread,
+ * in the samples' order; procs__unwind() anywhere, as long as no task event
+ * is applied to the table in between (the address space must not change).
+ */
+
+/* A user stack unwound and encoded, apart from any table. */
+struct procs_unwound {
+	struct stack_enc enc;		/* holds the bytes */
+	const uint8_t *cbf;		/* the CBF of the user stack; len 0: none */
+	size_t len;
+	bool complete;			/* unwound to the outermost frame */
+	int err;			/* encoding failed (-ENOMEM, -ERANGE) */
+	struct procs_copy_use use;	/* new_size not set here */
+};
+
+struct proctab_proc;
+
+/**
+ * procs__sample_process() - the process of sample @h, told to the file (with
+ * its mappings) the first time. @return it, or NULL when the sample is not
+ * to be written (a held process before its exec, counted; no memory, kept as
+ * the table's error).
+ */
+const struct proctab_proc *procs__sample_process(struct procs *p, const struct sample_hdr *h);
+
+/**
+ * procs__unwind() - unwind @h's user stack in @as and encode it in @u, with
+ * @self's unwinding state (its cache, its frame array, the cut policy): @self
+ * must be used by no other thread meanwhile. Touches no table.
+ */
+void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const struct sample_hdr *h,
+		   const uint8_t *ustack, struct procs_unwound *u);
+
+/**
+ * procs__sample_write() - write sample @h of @pr with the user stack @u
+ * (and, the first time, its thread). @use as procs__sample() gives it.
+ */
+void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
+			 const uint64_t *kstack, const struct procs_unwound *u,
+			 struct procs_copy_use *use);
+
+/** procs__unwound_release() - free @u's buffers; it can be used again. */
+void procs__unwound_release(struct procs_unwound *u);
 
 /** @return the processes the table holds now (to see that it does not grow without end). */
 size_t procs__held(const struct procs *p);
