@@ -36,11 +36,26 @@ struct item {
  */
 #define BATCH_MAX 64u
 
+/*
+ * Who unwinds a slot of an offered batch (atomic). A helping thread takes an
+ * OPEN slot and unwinds it into a buffer of its own, then PUBLISHING it swaps
+ * that into the slot and says DONE. Its own thread, out of slots to take,
+ * takes back every slot still OPEN or HELPER and unwinds it itself (OWNER):
+ * it does not wait for a thread the scheduler took the CPU from to finish a
+ * slot, only, rarely, for a swap under way. A helper whose slot was taken
+ * back drops its work. A helper reads the slot's sample (in the queue) and
+ * process (freed at its exit): the owner leaves the batch (moves the queue's
+ * tail, applies task events, fills the slots again) only once no helper is
+ * inside it (shard.inside), after writing the batch.
+ */
+enum slot_state { SLOT_OPEN, SLOT_HELPER, SLOT_OWNER, SLOT_PUBLISHING, SLOT_DONE };
+
 struct slot {
 	const struct item *it;
 	const struct proctab_proc *pr;	/* NULL: not written */
 	uint64_t unwind_ns;		/* what the unwinding took, on whichever thread */
 	struct procs_unwound u;
+	uint32_t state;			/* enum slot_state */
 };
 
 /*
@@ -68,15 +83,14 @@ struct shard {
 	uint64_t handled, ustack_bytes, resized;
 	uint64_t slow, slowest_ns;
 	uint64_t helped;	/* samples of other threads' batches unwound here */
-	uint64_t shared;	/* samples of this thread's batches unwound by others */
 	/*
 	 * The batch being handled. board (atomic) offers its unwinding to the
-	 * other threads: generation << 32 | count << 16 | next to take; done
-	 * (atomic) counts the slots unwound.
+	 * other threads: generation << 32 | count << 16 | next to take.
 	 */
 	struct slot batch[BATCH_MAX];
 	uint64_t board;
-	uint32_t done;
+	uint32_t inside;	/* helpers between taking a slot and leaving it (atomic) */
+	struct procs_unwound spare;	/* where this thread unwinds a slot it helps with */
 };
 
 struct pipeline {
@@ -238,15 +252,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static void unwind_slot(struct procs *self, struct slot *sl)
+/* Unwind @sl's sample into @u with @self's unwinding state. @return the ns it took. */
+static uint64_t unwind_slot(struct procs *self, const struct slot *sl, struct procs_unwound *u)
 {
 	const struct sample_hdr *h = (const struct sample_hdr *)sl->it->data;
 	const uint64_t *kstack = (const uint64_t *)(h + 1);
 	uint64_t t0 = now_ns();
 
 	procs__unwind(self, sl->pr ? sl->pr->as : NULL, h,
-		      (const uint8_t *)(kstack + h->kstack_depth), &sl->u);
-	sl->unwind_ns = now_ns() - t0;
+		      (const uint8_t *)(kstack + h->kstack_depth), u);
+	return now_ns() - t0;
 }
 
 /* Take the next slot of @sh's offered batch. @return false when none is left. */
@@ -321,12 +336,31 @@ static bool help(struct shard *me)
 
 		if (sh == me)
 			continue;
+		/* counted in before a slot is taken: the owner waits for none to be inside */
+		__atomic_add_fetch(&sh->inside, 1, __ATOMIC_SEQ_CST);
 		while (claim(sh, &i)) {
-			unwind_slot(me->procs, &sh->batch[i]);
-			__atomic_add_fetch(&sh->done, 1, __ATOMIC_RELEASE);
+			struct slot *sl = &sh->batch[i];
+			uint32_t open = SLOT_OPEN, mine = SLOT_HELPER;
+			struct procs_unwound u;
+			uint64_t ns;
+
+			/* taken back already: the owner unwinds it */
+			if (!__atomic_compare_exchange_n(&sl->state, &open, SLOT_HELPER, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				continue;
+			ns = unwind_slot(me->procs, sl, &me->spare);
+			if (!__atomic_compare_exchange_n(&sl->state, &mine, SLOT_PUBLISHING, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				continue;	/* taken back meanwhile: dropped */
+			u = sl->u;
+			sl->u = me->spare;
+			me->spare = u;
+			sl->unwind_ns = ns;
+			__atomic_store_n(&sl->state, SLOT_DONE, __ATOMIC_RELEASE);
 			me->helped++;
 			any = true;
 		}
+		__atomic_sub_fetch(&sh->inside, 1, __ATOMIC_RELEASE);
 	}
 	return any;
 }
@@ -337,7 +371,9 @@ static void offer(struct shard *sh, unsigned n)
 	struct pipeline *pl = sh->pl;
 	uint64_t gen = (__atomic_load_n(&sh->board, __ATOMIC_RELAXED) >> 32) + 1;
 
-	__atomic_store_n(&sh->done, 0, __ATOMIC_RELAXED);
+	/* the slots' samples and processes are set: a helper reads them once it holds one */
+	for (unsigned i = 0; i < n; i++)
+		__atomic_store_n(&sh->batch[i].state, SLOT_OPEN, __ATOMIC_RELEASE);
 	__atomic_store_n(&sh->board, gen << 32 | (uint64_t)n << 16, __ATOMIC_SEQ_CST);
 	for (unsigned j = 0; j < pl->nshards; j++) {
 		struct shard *other = &pl->shards[j];
@@ -355,7 +391,7 @@ static void handle_batch(struct shard *sh, unsigned n)
 {
 	struct pipeline *pl = sh->pl;
 	uint64_t begin_ns[BATCH_MAX];
-	unsigned i, mine = 0;
+	unsigned i;
 
 	for (i = 0; i < n; i++) {
 		struct slot *sl = &sh->batch[i];
@@ -368,16 +404,33 @@ static void handle_batch(struct shard *sh, unsigned n)
 	if (n > 1 && pl->nshards > 1) {
 		offer(sh, n);
 		while (claim(sh, &i)) {
-			unwind_slot(sh->procs, &sh->batch[i]);
-			mine++;
+			struct slot *sl = &sh->batch[i];
+			uint32_t open = SLOT_OPEN;
+
+			if (__atomic_compare_exchange_n(&sl->state, &open, SLOT_OWNER, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				sl->unwind_ns = unwind_slot(sh->procs, sl, &sl->u);
 		}
-		/* the others finish the slots they took: a few microseconds each */
-		while (__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) + mine < n)
-			sched_yield();
-		sh->shared += n - mine;
+		/* every slot taken: those not done yet are taken back, or waited for mid-swap */
+		for (i = 0; i < n; i++) {
+			struct slot *sl = &sh->batch[i];
+			uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+			while (st == SLOT_OPEN || st == SLOT_HELPER) {
+				if (__atomic_compare_exchange_n(&sl->state, &st, SLOT_OWNER, false,
+								__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+					sl->unwind_ns = unwind_slot(sh->procs, sl, &sl->u);
+					st = SLOT_OWNER;
+				}
+			}
+			while (st == SLOT_PUBLISHING) {
+				cpu_relax();
+				st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+			}
+		}
 	} else {
 		for (i = 0; i < n; i++)
-			unwind_slot(sh->procs, &sh->batch[i]);
+			sh->batch[i].unwind_ns = unwind_slot(sh->procs, &sh->batch[i], &sh->batch[i].u);
 	}
 	for (i = 0; i < n; i++) {
 		struct slot *sl = &sh->batch[i];
@@ -398,6 +451,9 @@ static void handle_batch(struct shard *sh, unsigned n)
 		if (use.new_size && pl->resize && !pl->resize(pl->resize_ctx, h->tid, use.new_size))
 			sh->resized++;
 	}
+	/* a helper still reading a slot it lost (its thread off the CPU) */
+	while (__atomic_load_n(&sh->inside, __ATOMIC_SEQ_CST))
+		sched_yield();
 }
 
 /* Wait for an item; @return false when closing and none is left. */
@@ -751,6 +807,7 @@ void pipeline__free(struct pipeline *pl)
 		procs__free(sh->procs);
 		for (unsigned k = 0; k < BATCH_MAX; k++)
 			procs__unwound_release(&sh->batch[k].u);
+		procs__unwound_release(&sh->spare);
 		pthread_cond_destroy(&sh->wake);
 		pthread_mutex_destroy(&sh->lock);
 	}
