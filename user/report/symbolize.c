@@ -885,6 +885,7 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 		n = inline_chain(&cu, vaddr, chain, 0);
 	if (!n) {
 		free(chain);
+		memset(&info, 0, sizeof(info));
 		/* no DWARF for it: the symbol table's name, as llvm-symbolizer gives */
 		if (!lookup_vaddr(s, m, vaddr, false, &info))
 			return 0;
@@ -929,8 +930,8 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 		}
 	}
 	/* a function DWARF names nowhere: the symbol table's */
-	if (cap && n && !frames[n - 1 < cap ? n - 1 : cap - 1].name && n - 1 < cap &&
-	    lookup_vaddr(s, m, vaddr, false, &info))
+	memset(&info, 0, sizeof(info));
+	if (n <= cap && !frames[n - 1].name && lookup_vaddr(s, m, vaddr, false, &info))
 		frames[n - 1].name = info.name;
 	free(chain);
 	return n;
