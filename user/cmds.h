@@ -18,6 +18,7 @@ int cmd_import(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_buildid_list(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 #include <stdbool.h>
 

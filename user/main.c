@@ -18,6 +18,7 @@ static const struct cmd {
 	{ "import", cmd_import, "make a profile from another tool's trace: xray" },
 	{ "archive", cmd_archive, "pack a profile with the binaries its frames need, for another machine" },
 	{ "buildid-list", cmd_buildid_list, "the build IDs of the modules a profile's samples hit" },
+	{ "symbolize", cmd_symbolize, "replace symbolizer markup in text with names: a filter, as llvm-symbolizer --filter-markup" },
 	{ "dump", cmd_dump, "print every record of a profile file" },
 	{ "xray", cmd_xray, "look into an XRay trace: dump" },
 	{ "sframe", cmd_sframe, "print the SFrame tables of an ELF file" },

@@ -36,6 +36,9 @@ struct sym_module {
 	bool syms_read;
 	Elf *sym_elf[2];	/* the files their names are in, kept open: debug file, binary */
 	int sym_fd[2];
+	struct elf_sym *dsyms;	/* objects and functions, by address, for data addresses */
+	size_t ndsyms;
+	struct hmap *die_names;	/* a DWARF name string -> its demangled copy (char *) */
 };
 
 /*
@@ -89,6 +92,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 static void module_free(struct sym_module *m)
 {
 	free(m->syms);
+	free(m->dsyms);
+	hmap__free_values(m->die_names, free);
 	for (int i = 0; i < 2; i++) {
 		if (m->sym_elf[i])
 			elf_end(m->sym_elf[i]);
@@ -454,13 +459,28 @@ static int elf_sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static bool better_alias(const struct elf_sym *a, const struct elf_sym *b);
+
+/* By address; at one address the name perf would choose first. */
+static int dsym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (better_alias(x, y))
+		return -1;
+	return better_alias(y, x) ? 1 : 0;
+}
+
 /*
  * Add the functions and code labels of ELF file @path's symbol table (slot
  * @slot of sym_elf[], kept open for the names), as perf's loader takes
  * them: labels are STT_NOTYPE, named, in an executable section, not hidden
  * or internal. @return 0 or -ENOMEM (what was added stays).
  */
-static int read_syms(struct sym_module *m, int slot, const char *path, size_t *cap)
+static int read_syms(struct sym_module *m, int slot, const char *path, size_t *cap,
+		     size_t *dcap)
 {
 	uint32_t type = SHT_DYNSYM;
 	Elf_Scn *scn = NULL;
@@ -501,6 +521,19 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 				continue;
 			type = GELF_ST_TYPE(sym.st_info);
 			vis = GELF_ST_VISIBILITY(sym.st_other);
+			/* what a data address can name: objects and functions, where they are loaded */
+			if ((type == STT_OBJECT || type == STT_FUNC || type == STT_GNU_IFUNC) &&
+			    (in = elf_getscn(elf, sym.st_shndx)) && gelf_getshdr(in, &sec) &&
+			    (sec.sh_flags & SHF_ALLOC) &&
+			    (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && *name) {
+				if (VEC_RESERVE(m->dsyms, *dcap, m->ndsyms + 1, 256))
+					return -ENOMEM;
+				m->dsyms[m->ndsyms++] = (struct elf_sym){
+					.addr = sym.st_value, .size = sym.st_size,
+					.sec_end = sec.sh_addr + sec.sh_size, .name = name,
+					.bind = GELF_ST_BIND(sym.st_info),
+				};
+			}
 			if (type != STT_NOTYPE && type != STT_FUNC && type != STT_GNU_IFUNC)
 				continue;
 			if (!(in = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(in, &sec) ||
@@ -526,17 +559,21 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 /* The module's symbols, read on first use: the debug file's, else the binary's (perf's choice). */
 static void module_syms(struct sym_module *m)
 {
-	size_t cap = 0;
+	size_t cap = 0, dcap = 0;
 
 	if (m->syms_read)
 		return;
 	m->syms_read = true;
 	if (m->dbg)
-		read_syms(m, 0, sfu_module__path(m->dbg), &cap);
-	if (!m->nsyms && m->bin && m->bin != m->dbg)
-		read_syms(m, 1, sfu_module__path(m->bin), &cap);
+		read_syms(m, 0, sfu_module__path(m->dbg), &cap, &dcap);
+	if (!m->nsyms && m->bin && m->bin != m->dbg) {
+		m->ndsyms = 0;
+		read_syms(m, 1, sfu_module__path(m->bin), &cap, &dcap);
+	}
 	if (m->nsyms)
 		qsort(m->syms, m->nsyms, sizeof(*m->syms), elf_sym_cmp);
+	if (m->ndsyms)
+		qsort(m->dsyms, m->ndsyms, sizeof(*m->dsyms), dsym_cmp);
 }
 
 /* The index of the first symbol at an address past @vaddr. */
@@ -686,6 +723,218 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 	if (!s->opts.no_lines)
 		source_line(m, look, out);
 	return true;
+}
+
+bool symbolizer__lookup_data(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
+			     struct sym_info *out)
+{
+	size_t lo = 0, hi, first;
+	const struct elf_sym *sym;
+	char *dm;
+	uint64_t *slot;
+
+	(void)s;
+	memset(out, 0, sizeof(*out));
+	out->vaddr = vaddr;
+	if (!m || !m->bin)
+		return false;
+	module_syms(m);
+	hi = m->ndsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->dsyms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	/* the best name of the last address at or before @vaddr sorts first there */
+	for (first = lo - 1; first && m->dsyms[first - 1].addr == m->dsyms[lo - 1].addr; first--)
+		;
+	sym = &m->dsyms[first];
+	if (sym->size && vaddr - sym->addr >= sym->size)
+		return false;
+	out->offset = vaddr - sym->addr;
+	out->name = sym->name;
+	if (strncmp(sym->name, "_Z", 2) && strncmp(sym->name, "_R", 2))
+		return true;
+	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->die_names, (uintptr_t)sym->name, &slot))
+		return true;
+	if (!*slot) {
+		if (!(dm = symbolizer__demangle(sym->name)) && !(dm = strdup(sym->name))) {
+			hmap__delete_u64(m->die_names, (uintptr_t)sym->name, NULL);
+			return true;
+		}
+		*slot = (uintptr_t)dm;
+	}
+	out->name = (const char *)(uintptr_t)*slot;
+	return true;
+}
+
+/*
+ * The name of a subprogram or inlined subroutine DIE as llvm-symbolizer
+ * shows it: the linkage name (through the abstract origin and the
+ * declaration), demangled, else DW_AT_name. Demangled copies are kept by
+ * the address of the DWARF string, which lives as long as the module's
+ * Dwarf.
+ */
+static const char *die_name(struct sym_module *m, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *raw;
+	uint64_t *slot;
+	char *dm;
+
+	if ((!dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) &&
+	     !dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) &&
+	     !dwarf_attr_integrate(die, DW_AT_name, &attr)) ||
+	    !(raw = dwarf_formstring(&attr)) || !*raw)
+		return NULL;
+	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
+		return raw;
+	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->die_names, (uintptr_t)raw, &slot))
+		return raw;
+	if (!*slot) {
+		if (!(dm = symbolizer__demangle(raw)) && !(dm = strdup(raw))) {
+			hmap__delete_u64(m->die_names, (uintptr_t)raw, NULL);
+			return raw;
+		}
+		*slot = (uintptr_t)dm;
+	}
+	return (const char *)(uintptr_t)*slot;
+}
+
+/* Deepest nesting of inlined calls followed: DWARF from a hostile file can nest without end. */
+#define MAX_INLINE_DEPTH 256
+
+/*
+ * The chain of subprogram and inlined-subroutine DIEs holding @pc below
+ * @parent, outermost first, into @chain (room for MAX_INLINE_DEPTH).
+ * Not dwarf_getscopes(): past an inlined instance it climbs the callee's
+ * abstract scopes, not the function the callee was inlined into.
+ * Scopes without addresses (namespaces, classes) are searched @level deep.
+ * @return the number of DIEs.
+ */
+static size_t inline_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, unsigned level)
+{
+	Dwarf_Die die = *parent, child;
+	size_t n = 0;
+	unsigned depth = 0;
+
+	while (depth++ < 4 * MAX_INLINE_DEPTH && !dwarf_child(&die, &child)) {
+		bool found = false;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			switch (tag) {
+			case DW_TAG_subprogram:
+			case DW_TAG_inlined_subroutine:
+			case DW_TAG_lexical_block:
+			case DW_TAG_try_block:
+			case DW_TAG_catch_block:
+				found = dwarf_haspc(&child, pc) > 0;
+				break;
+			case DW_TAG_namespace:
+			case DW_TAG_class_type:
+			case DW_TAG_structure_type:
+			case DW_TAG_module:
+				/* a definition nested in a scope without addresses of its own */
+				/* nested scopes from a hostile file: a bounded recursion */
+				if (!n && level < 64) {
+					size_t k = inline_chain(&child, pc, chain, level + 1);
+
+					if (k)
+						return k;
+				}
+				break;
+			default:
+				break;
+			}
+			if (found) {
+				if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
+				    n < MAX_INLINE_DEPTH)
+					chain[n++] = child;
+				die = child;
+				break;
+			}
+		} while (!dwarf_siblingof(&child, &child));
+		if (!found)
+			break;
+	}
+	return n;
+}
+
+size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
+				  struct sym_frame *frames, size_t cap)
+{
+	Dwarf_Die cu, *chain = NULL;
+	Dwarf_Files *files = NULL;
+	size_t n = 0, nfiles = 0;
+	struct sym_info info;
+
+	if (!m || !m->bin)
+		return 0;
+	module_dwarf(m);
+	if (m->dwarf && dwarf_addrdie(m->dwarf, vaddr, &cu) &&
+	    (chain = malloc(MAX_INLINE_DEPTH * sizeof(*chain))))
+		n = inline_chain(&cu, vaddr, chain, 0);
+	if (!n) {
+		free(chain);
+		memset(&info, 0, sizeof(info));
+		/* no DWARF for it: the symbol table's name, as llvm-symbolizer gives */
+		if (!lookup_vaddr(s, m, vaddr, false, &info))
+			return 0;
+		if (cap)
+			frames[0] = (struct sym_frame){ .name = info.name, .file = info.file,
+							.line = info.line };
+		return 1;
+	}
+	if (dwarf_getsrcfiles(&cu, &files, &nfiles))
+		files = NULL;
+	for (size_t i = 0; i < n && i < cap; i++) {
+		Dwarf_Die *die = &chain[n - 1 - i];	/* innermost first */
+		struct sym_frame *f = &frames[i];
+
+		memset(f, 0, sizeof(*f));
+		f->name = die_name(m, die);
+		if (!i) {
+			Dwarf_Line *line = dwarf_getsrc_die(&cu, vaddr);
+			int v;
+
+			if (line) {
+				f->file = dwarf_linesrc(line, NULL, NULL);
+				if (!dwarf_lineno(line, &v) && v > 0)
+					f->line = v;
+				if (!dwarf_linecol(line, &v) && v > 0)
+					f->column = v;
+			}
+		} else {
+			/* where the callee one frame in was inlined */
+			Dwarf_Die *callee = &chain[n - i];
+			Dwarf_Attribute attr;
+			Dwarf_Word w;
+
+			if (files && dwarf_attr(callee, DW_AT_call_file, &attr) &&
+			    !dwarf_formudata(&attr, &w) && w < nfiles)
+				f->file = dwarf_filesrc(files, w, NULL, NULL);
+			if (dwarf_attr(callee, DW_AT_call_line, &attr) && !dwarf_formudata(&attr, &w))
+				f->line = w > UINT32_MAX ? 0 : (unsigned)w;
+			if (dwarf_attr(callee, DW_AT_call_column, &attr) &&
+			    !dwarf_formudata(&attr, &w))
+				f->column = w > UINT32_MAX ? 0 : (unsigned)w;
+		}
+	}
+	/* a function DWARF names nowhere: the symbol table's */
+	memset(&info, 0, sizeof(info));
+	if (n <= cap && !frames[n - 1].name && lookup_vaddr(s, m, vaddr, false, &info))
+		frames[n - 1].name = info.name;
+	free(chain);
+	return n;
 }
 
 static int ksym_cmp(const void *a, const void *b)

@@ -99,6 +99,39 @@ int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
 			       const struct sym_mapping *map, bool is_ra, struct sym_info *out);
 
+/* One frame of the inlined chain at an address, innermost first. */
+struct sym_frame {
+	const char *name;	/* demangled, or NULL when unknown */
+	const char *file;	/* NULL when unknown */
+	unsigned line, column;	/* 0 when unknown */
+};
+
+/**
+ * symbolizer__lookup_inlined() - the functions inlined at ELF address
+ * @vaddr of @m, from its DWARF: the innermost inlined function first, each
+ * with its source position (the line table's for the first, the call site
+ * of the one before for the others), the function they were inlined into
+ * last. Without DWARF for the address, one frame: the ELF symbol's name.
+ *
+ * At most @cap frames are written to @frames. Strings live as long as the
+ * symbolizer.
+ *
+ * @return the number of frames found (which may exceed @cap), 0 when
+ * nothing names the address.
+ */
+size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
+				  struct sym_frame *frames, size_t cap);
+
+/**
+ * symbolizer__lookup_data() - the data symbol holding ELF address @vaddr
+ * of @m: the last object or function symbol at or before it, if the
+ * address is inside its size (a symbol of size 0 reaches to the next).
+ *
+ * @return true when named (out->name demangled, out->offset from its start).
+ */
+bool symbolizer__lookup_data(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
+			     struct sym_info *out);
+
 /** symbolizer__kernel() - name a kernel address from kallsyms. @return true when named. */
 bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out);
 
