@@ -52,6 +52,7 @@ struct elf_sym {
 	const char *name;	/* in a string table of sym_elf[] */
 	bool label;		/* STT_NOTYPE */
 	uint8_t bind;		/* STB_* */
+	const char *file;	/* a local symbol's STT_FILE, as llvm-symbolizer names its source */
 };
 
 struct ksym {
@@ -509,6 +510,8 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 		    !shdr.sh_entsize || !(data = elf_getdata(scn, NULL)))
 			continue;
 		n = data->d_size / shdr.sh_entsize;
+		const char *file = NULL;	/* the STT_FILE the local symbols that follow come from */
+
 		for (size_t i = 1; i < n; i++) {
 			int type, vis;
 			const char *name;
@@ -516,6 +519,12 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 			GElf_Sym sym;
 			Elf_Scn *in;
 
+			if (gelf_getsym(data, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FILE) {
+				file = elf_strptr(elf, shdr.sh_link, sym.st_name);
+				if (file && !*file)
+					file = NULL;
+				continue;
+			}
 			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
 			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum || !sym.st_value)
 				continue;
@@ -550,6 +559,7 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 				.addr = sym.st_value, .size = sym.st_size,
 				.sec_end = sec.sh_addr + sec.sh_size, .name = name,
 				.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
+				.file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : NULL,
 			};
 		}
 	}
@@ -869,6 +879,22 @@ static size_t inline_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, uns
 	return n;
 }
 
+/*
+ * The source file the symbol table gives the local function starting at
+ * @start (the STT_FILE before it), or NULL: what llvm-symbolizer names a
+ * frame's file by when there is no DWARF.
+ */
+static const char *symtab_file(struct sym_module *m, uint64_t start)
+{
+	size_t i;
+
+	module_syms(m);
+	for (i = syms_after(m, start); i > 0 && m->syms[i - 1].addr == start; i--)
+		if (m->syms[i - 1].file && !m->syms[i - 1].label)
+			return m->syms[i - 1].file;
+	return NULL;
+}
+
 size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
 				  struct sym_frame *frames, size_t cap)
 {
@@ -889,6 +915,8 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 		/* no DWARF for it: the symbol table's name, as llvm-symbolizer gives */
 		if (!lookup_vaddr(s, m, vaddr, false, &info))
 			return 0;
+		if (!info.file)
+			info.file = symtab_file(m, vaddr - info.offset);
 		if (cap)
 			frames[0] = (struct sym_frame){ .name = info.name, .file = info.file,
 							.line = info.line };
