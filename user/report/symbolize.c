@@ -39,6 +39,7 @@ struct sym_module {
 	struct elf_sym *dsyms;	/* objects and functions, by address, for data addresses */
 	size_t ndsyms;
 	struct hmap *die_names;	/* a DWARF name string -> its demangled copy (char *) */
+	struct hmap *paths;	/* a relative DWARF file name -> it under its CU's directory (char *) */
 };
 
 /*
@@ -53,6 +54,7 @@ struct elf_sym {
 	bool label;		/* STT_NOTYPE */
 	uint8_t bind;		/* STB_* */
 	const char *file;	/* a local symbol's STT_FILE, as llvm-symbolizer names its source */
+	uint32_t order;		/* its place in the table(s) read: the later of two aliases */
 };
 
 struct ksym {
@@ -95,6 +97,7 @@ static void module_free(struct sym_module *m)
 	free(m->syms);
 	free(m->dsyms);
 	hmap__free_values(m->die_names, free);
+	hmap__free_values(m->paths, free);
 	for (int i = 0; i < 2; i++) {
 		if (m->sym_elf[i])
 			elf_end(m->sym_elf[i]);
@@ -402,6 +405,42 @@ static void module_dwarf(struct sym_module *m)
 		m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
 }
 
+/*
+ * @file, a source file name of @cu's line table, under the CU's
+ * DW_AT_comp_dir when it is relative and not already under it (glibc's CU
+ * "./csu" names "../sysdeps/nptl/x.h"), as llvm-symbolizer joins them;
+ * libdw does not. The joined copy is kept by the address of the DWARF
+ * string, which lives as long as the module's Dwarf. @return the name to show.
+ */
+static const char *cu_path(struct sym_module *m, Dwarf_Die *cu, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+	uint64_t *slot;
+	char *joined;
+
+	size_t len;
+
+	if (!file || file[0] == '/' || !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr))) ||
+	    !(len = strlen(dir)))
+		return file;
+	/* a file of the CU's own directory: libdw joined that already */
+	if (!strncmp(file, dir, len) && (file[len] == '/' || dir[len - 1] == '/'))
+		return file;
+	if ((!m->paths && !(m->paths = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->paths, (uintptr_t)file, &slot))
+		return file;
+	if (!*slot) {
+		if (asprintf(&joined, "%s%s%s", dir, dir[len - 1] == '/' ? "" : "/",
+			     file) < 0) {
+			hmap__delete_u64(m->paths, (uintptr_t)file, NULL);
+			return file;
+		}
+		*slot = (uintptr_t)joined;
+	}
+	return (const char *)(uintptr_t)*slot;
+}
+
 static void source_line(struct sym_module *m, uint64_t vaddr, struct sym_info *out)
 {
 	Dwarf_Die cu;
@@ -560,6 +599,7 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 				.sec_end = sec.sh_addr + sec.sh_size, .name = name,
 				.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
 				.file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : NULL,
+				.order = (uint32_t)m->nsyms,
 			};
 		}
 	}
@@ -895,6 +935,53 @@ static const char *symtab_file(struct sym_module *m, uint64_t start)
 	return NULL;
 }
 
+/*
+ * The name llvm-symbolizer gives the function holding @vaddr from the
+ * symbol table (it takes that over the DWARF name of the outermost frame):
+ * the function symbol at the greatest address at or below @vaddr, of those
+ * there the largest, of those the last in the table (glibc's debug file
+ * names __libc_start_main_impl's address __libc_start_main@GLIBC_2.2.5,
+ * __fstatat's fstatat). Demangled; *@file (if given) its STT_FILE.
+ * @return it, or NULL.
+ */
+static const char *symtab_function(struct sym_module *m, uint64_t vaddr, const char **file)
+{
+	const struct elf_sym *best = NULL;
+	uint64_t *slot;
+	char *dm;
+	size_t i;
+
+	module_syms(m);
+	i = syms_after(m, vaddr);
+	if (!i)
+		return NULL;
+	for (uint64_t at = m->syms[i - 1].addr; i > 0 && m->syms[i - 1].addr == at; i--) {
+		const struct elf_sym *e = &m->syms[i - 1];
+
+		if (e->label)
+			continue;
+		if (!best || e->size > best->size || (e->size == best->size && e->order > best->order))
+			best = e;
+	}
+	if (!best || (best->size && vaddr - best->addr >= best->size))
+		return NULL;
+	if (file)
+		*file = best->file;
+	if (strncmp(best->name, "_Z", 2) && strncmp(best->name, "_R", 2))
+		return best->name;
+	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->die_names, (uintptr_t)best->name, &slot))
+		return best->name;
+	if (!*slot) {
+		if (!(dm = symbolizer__demangle(best->name)) && !(dm = strdup(best->name))) {
+			hmap__delete_u64(m->die_names, (uintptr_t)best->name, NULL);
+			return best->name;
+		}
+		*slot = (uintptr_t)dm;
+	}
+	return (const char *)(uintptr_t)*slot;
+}
+
 size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
 				  struct sym_frame *frames, size_t cap)
 {
@@ -906,20 +993,35 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 	if (!m || !m->bin)
 		return 0;
 	module_dwarf(m);
-	if (m->dwarf && dwarf_addrdie(m->dwarf, vaddr, &cu) &&
-	    (chain = malloc(MAX_INLINE_DEPTH * sizeof(*chain))))
+	bool have_cu = m->dwarf && dwarf_addrdie(m->dwarf, vaddr, &cu);
+
+	if (have_cu && (chain = malloc(MAX_INLINE_DEPTH * sizeof(*chain))))
 		n = inline_chain(&cu, vaddr, chain, 0);
 	if (!n) {
+		const char *file = NULL, *name = symtab_function(m, vaddr, &file);
+		struct sym_frame f = { .name = name };
+		Dwarf_Line *line;
+		int v;
+
 		free(chain);
 		memset(&info, 0, sizeof(info));
-		/* no DWARF for it: the symbol table's name, as llvm-symbolizer gives */
-		if (!lookup_vaddr(s, m, vaddr, false, &info))
+		/* no subprogram DWARF for it: the symbol table's name, as llvm-symbolizer gives */
+		if (!name && !lookup_vaddr(s, m, vaddr, false, &info))
 			return 0;
-		if (!info.file)
-			info.file = symtab_file(m, vaddr - info.offset);
+		if (!name)
+			f.name = info.name;
+		if (have_cu && (line = dwarf_getsrc_die(&cu, vaddr))) {
+			/* a line table without the function's DIE */
+			f.file = cu_path(m, &cu, dwarf_linesrc(line, NULL, NULL));
+			if (!dwarf_lineno(line, &v) && v > 0)
+				f.line = v;
+			if (!dwarf_linecol(line, &v) && v > 0)
+				f.column = v;
+		} else {
+			f.file = name ? file : symtab_file(m, vaddr - info.offset);
+		}
 		if (cap)
-			frames[0] = (struct sym_frame){ .name = info.name, .file = info.file,
-							.line = info.line };
+			frames[0] = f;
 		return 1;
 	}
 	if (dwarf_getsrcfiles(&cu, &files, &nfiles))
@@ -935,7 +1037,7 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 			int v;
 
 			if (line) {
-				f->file = dwarf_linesrc(line, NULL, NULL);
+				f->file = cu_path(m, &cu, dwarf_linesrc(line, NULL, NULL));
 				if (!dwarf_lineno(line, &v) && v > 0)
 					f->line = v;
 				if (!dwarf_linecol(line, &v) && v > 0)
@@ -949,7 +1051,7 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 
 			if (files && dwarf_attr(callee, DW_AT_call_file, &attr) &&
 			    !dwarf_formudata(&attr, &w) && w < nfiles)
-				f->file = dwarf_filesrc(files, w, NULL, NULL);
+				f->file = cu_path(m, &cu, dwarf_filesrc(files, w, NULL, NULL));
 			if (dwarf_attr(callee, DW_AT_call_line, &attr) && !dwarf_formudata(&attr, &w))
 				f->line = w > UINT32_MAX ? 0 : (unsigned)w;
 			if (dwarf_attr(callee, DW_AT_call_column, &attr) &&
@@ -957,10 +1059,16 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 				f->column = w > UINT32_MAX ? 0 : (unsigned)w;
 		}
 	}
-	/* a function DWARF names nowhere: the symbol table's */
+	/* the outermost frame as llvm-symbolizer names it: the symbol table's, else DWARF's */
 	memset(&info, 0, sizeof(info));
-	if (n <= cap && !frames[n - 1].name && lookup_vaddr(s, m, vaddr, false, &info))
-		frames[n - 1].name = info.name;
+	if (n <= cap) {
+		const char *name = symtab_function(m, vaddr, NULL);
+
+		if (name)
+			frames[n - 1].name = name;
+		else if (!frames[n - 1].name && lookup_vaddr(s, m, vaddr, false, &info))
+			frames[n - 1].name = info.name;
+	}
 	free(chain);
 	return n;
 }
