@@ -644,7 +644,8 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 	it->kind = ITEM_SAMPLE;
 	it->len = len;
 	memcpy(it->data, h, sizeof(*h));
-	memcpy(it->data + sizeof(*h), kstack, kbytes);
+	if (kbytes)	/* a sample without a kernel stack may pass none */
+		memcpy(it->data + sizeof(*h), kstack, kbytes);
 	memcpy(it->data + sizeof(*h) + kbytes, ustack, h->ustack_len);
 	publish(sh, it);
 }
