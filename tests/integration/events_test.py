@@ -246,12 +246,17 @@ def case_default(ctx):
     expect(len(prof.samples) > 500, fails, f'{len(prof.samples)} samples in 1 s at 999 Hz')
 
     out = ctx.path('two.data')
-    record_ok(ctx, ['-e', 'cpu-clock,page-faults', '--', exe, 'faults', '20000'], out)
-    prof = load(ctx, out)
+    # page-faults at the default 999 Hz: the kernel adapts its period to a burst of faults,
+    # which has given from 0 to 431 samples of 100,000 faults; three tries for at least one
+    for attempt in range(3):
+        record_ok(ctx, ['-e', 'cpu-clock,page-faults', '--', exe, 'faults', '100000'], out)
+        prof = load(ctx, out)
+        per = Counter(s.event for s in prof.samples)
+        log(f'samples per event: {dict(per)} (try {attempt + 1})')
+        if per[2]:
+            break
     names = [e.name for e in prof.events.values()]
     expect(names == ['cpu-clock', 'page-faults'], fails, f'events {names}')
-    per = Counter(s.event for s in prof.samples)
-    log(f'samples per event: {dict(per)}')
     expect(set(per) <= {1, 2} and per[2] > 0, fails, f'samples per event {dict(per)}')
     must_fail([] if set(per) <= {0} else ['samples name events'], 'samples naming no event')
     raise_fails(fails)
