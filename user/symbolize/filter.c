@@ -133,7 +133,8 @@ static void error_at(struct markup_filter *f, const char *at, const char *fmt, .
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	f->errors++;
-	if (at && at >= f->line && at <= f->line + f->len) {
+	/* at the end of the input there is no current line (f->line NULL) */
+	if (at && f->line && at >= f->line && at <= f->line + f->len) {
 		col = at - f->line + 1;
 	} else if (at && f->ml && at >= f->ml && at <= f->ml + f->ml_len) {
 		const char *bol = f->ml;
@@ -721,7 +722,8 @@ static void do_data(struct markup_filter *f, const struct markup_node *n)
  */
 static void do_hexdict(struct markup_filter *f, const struct markup_node *n)
 {
-	const char *s = n->body.s, *end = s + n->body.len;
+	/* an empty body may have no bytes at all */
+	const char *s = n->body.s ? n->body.s : "", *end = s + n->body.len;
 	const char *key = NULL, *p;
 	size_t keylen = 0;
 	bool bad = false;
