@@ -754,6 +754,31 @@ bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint6
 	return lookup_vaddr(s, m, vaddr + (addr - map->start), is_ra, out);
 }
 
+/*
+ * A symbol table name as shown: demangled (C++, Rust), the copy kept by the
+ * address of the name, which lives as long as the module's ELF handles.
+ * @return it, or @name itself when it is not mangled or memory runs out.
+ */
+static const char *sym_demangled(struct sym_module *m, const char *name)
+{
+	uint64_t *slot;
+	char *dm;
+
+	if (strncmp(name, "_Z", 2) && strncmp(name, "_R", 2))
+		return name;
+	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->die_names, (uintptr_t)name, &slot))
+		return name;
+	if (!*slot) {
+		if (!(dm = symbolizer__demangle(name)) && !(dm = strdup(name))) {
+			hmap__delete_u64(m->die_names, (uintptr_t)name, NULL);
+			return name;
+		}
+		*slot = (uintptr_t)dm;
+	}
+	return (const char *)(uintptr_t)*slot;
+}
+
 /* Name ELF address @vaddr of @m. */
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out)
@@ -780,8 +805,6 @@ bool symbolizer__lookup_data(struct symbolizer *s, struct sym_module *m, uint64_
 {
 	size_t lo = 0, hi, first;
 	const struct elf_sym *sym;
-	char *dm;
-	uint64_t *slot;
 
 	(void)s;
 	memset(out, 0, sizeof(*out));
@@ -807,20 +830,7 @@ bool symbolizer__lookup_data(struct symbolizer *s, struct sym_module *m, uint64_
 	if (sym->size && vaddr - sym->addr >= sym->size)
 		return false;
 	out->offset = vaddr - sym->addr;
-	out->name = sym->name;
-	if (strncmp(sym->name, "_Z", 2) && strncmp(sym->name, "_R", 2))
-		return true;
-	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
-	    hmap__entry_u64(m->die_names, (uintptr_t)sym->name, &slot))
-		return true;
-	if (!*slot) {
-		if (!(dm = symbolizer__demangle(sym->name)) && !(dm = strdup(sym->name))) {
-			hmap__delete_u64(m->die_names, (uintptr_t)sym->name, NULL);
-			return true;
-		}
-		*slot = (uintptr_t)dm;
-	}
-	out->name = (const char *)(uintptr_t)*slot;
+	out->name = sym_demangled(m, sym->name);
 	return true;
 }
 
@@ -947,8 +957,6 @@ static const char *symtab_file(struct sym_module *m, uint64_t start)
 static const char *symtab_function(struct sym_module *m, uint64_t vaddr, const char **file)
 {
 	const struct elf_sym *best = NULL;
-	uint64_t *slot;
-	char *dm;
 	size_t i;
 
 	module_syms(m);
@@ -967,19 +975,7 @@ static const char *symtab_function(struct sym_module *m, uint64_t vaddr, const c
 		return NULL;
 	if (file)
 		*file = best->file;
-	if (strncmp(best->name, "_Z", 2) && strncmp(best->name, "_R", 2))
-		return best->name;
-	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
-	    hmap__entry_u64(m->die_names, (uintptr_t)best->name, &slot))
-		return best->name;
-	if (!*slot) {
-		if (!(dm = symbolizer__demangle(best->name)) && !(dm = strdup(best->name))) {
-			hmap__delete_u64(m->die_names, (uintptr_t)best->name, NULL);
-			return best->name;
-		}
-		*slot = (uintptr_t)dm;
-	}
-	return (const char *)(uintptr_t)*slot;
+	return sym_demangled(m, best->name);
 }
 
 size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
