@@ -202,8 +202,9 @@ def case_faults(ctx):
         return f
     fails += check(exact, n)
     fails += check(in_touch, exact)
-    # the whole process's: sfprof's count starts at the fork, perf stat's at the exec
-    expect(perf_n <= len(mine) <= perf_n * 1.01 + 10, fails,
+    # the whole process's, from its exec in both (sfprof holds the command until then), of
+    # two runs: ld.so's faults vary by a few from one run to the next
+    expect(abs(len(mine) - perf_n) <= perf_n * 0.01 + 10, fails,
            f'{len(mine)} page-fault samples of the process, perf stat counts {perf_n}')
     must_fail(check(exact, n // 2), 'half the page faults')
 
