@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Event names as perf takes them, tracepoint ids from tracefs, and the perf_event_attr of each. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +46,6 @@ static const struct known_event {
 	{ "idle-cycles-backend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, false },
 	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES, false },
 };
-
-static void msg(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void msg(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 /* The first (recorded) name of the known event @k. */
 static const struct known_event *canonical(const struct known_event *k)
@@ -123,29 +111,29 @@ static int tracepoint_id(const char *tracefs, const char *sys, const char *name,
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/events/%s/%s/id", tracefs, sys, name) >=
 	    sizeof(path)) {
-		msg(err, errlen, "tracepoint '%s:%s': the tracefs path is too long", sys, name);
+		snprintf(err, errlen, "tracepoint '%s:%s': the tracefs path is too long", sys, name);
 		return -ENAMETOOLONG;
 	}
 	f = fopen(path, "re");
 	if (!f) {
 		e = errno;
 		if (e == ENOENT)
-			msg(err, errlen, "no tracepoint '%s:%s' (%s/events/%s/%s does not exist; "
-			    "perf list tracepoint lists them)", sys, name, tracefs, sys, name);
+			snprintf(err, errlen, "no tracepoint '%s:%s' (%s/events/%s/%s does not exist; "
+				 "perf list tracepoint lists them)", sys, name, tracefs, sys, name);
 		else
-			msg(err, errlen, "tracepoint '%s:%s': %s: %s", sys, name, path, strerror(e));
+			snprintf(err, errlen, "tracepoint '%s:%s': %s: %s", sys, name, path, strerror(e));
 		return -e;
 	}
 	if (!fgets(line, sizeof(line), f)) {
 		fclose(f);
-		msg(err, errlen, "tracepoint '%s:%s': %s is empty", sys, name, path);
+		snprintf(err, errlen, "tracepoint '%s:%s': %s is empty", sys, name, path);
 		return -EINVAL;
 	}
 	fclose(f);
 	errno = 0;
 	v = strtoull(line, &end, 10);
 	if (end == line || errno || (*end && *end != '\n')) {
-		msg(err, errlen, "tracepoint '%s:%s': %s holds no id", sys, name, path);
+		snprintf(err, errlen, "tracepoint '%s:%s': %s holds no id", sys, name, path);
 		return -EINVAL;
 	}
 	*id = v;
@@ -163,29 +151,29 @@ static int parse_one(struct event_list *l, const char *s, size_t len, const char
 	int rc;
 
 	if (!len) {
-		msg(err, errlen, "an empty event name in the -e list");
+		snprintf(err, errlen, "an empty event name in the -e list");
 		return -EINVAL;
 	}
 	if (len >= EVENT_NAME_MAX) {
-		msg(err, errlen, "event name too long: '%.40s...'", s);
+		snprintf(err, errlen, "event name too long: '%.40s...'", s);
 		return -EINVAL;
 	}
 	if (memchr(s, '/', len) || memchr(s, '{', len) || memchr(s, '}', len)) {
-		msg(err, errlen, "'%.*s': PMU terms (pmu/.../) and event groups ({...}) are not "
-		    "supported", (int)len, s);
+		snprintf(err, errlen, "'%.*s': PMU terms (pmu/.../) and event groups ({...}) are not "
+			 "supported", (int)len, s);
 		return -EINVAL;
 	}
 	if (colon && (k = find_known(s, colon - s))) {
-		msg(err, errlen, "'%.*s': event modifiers (:u, :k, :p, ...) are not supported: "
-		    "sfprof takes each sample's user and kernel stacks", (int)len, s);
+		snprintf(err, errlen, "'%.*s': event modifiers (:u, :k, :p, ...) are not supported: "
+			 "sfprof takes each sample's user and kernel stacks", (int)len, s);
 		return -EINVAL;
 	}
 	if (colon) {
 		size_t slen = colon - s, nlen = len - slen - 1;
 
 		if (memchr(colon + 1, ':', nlen) || !tp_word(s, slen) || !tp_word(colon + 1, nlen)) {
-			msg(err, errlen, "'%.*s' is not a tracepoint: SUBSYSTEM:NAME, letters, digits "
-			    "and '_' (no wildcards)", (int)len, s);
+			snprintf(err, errlen, "'%.*s' is not a tracepoint: SUBSYSTEM:NAME, letters, digits "
+				 "and '_' (no wildcards)", (int)len, s);
 			return -EINVAL;
 		}
 		memcpy(e.tp_sys, s, slen);
@@ -193,8 +181,8 @@ static int parse_one(struct event_list *l, const char *s, size_t len, const char
 		if (!tracefs) {
 			rc = find_tracefs(dir, sizeof(dir));
 			if (rc) {
-				msg(err, errlen, "tracepoint '%.*s': tracefs is not mounted and cannot "
-				    "be mounted at %s: %s", (int)len, s, EVENT_TRACEFS, strerror(-rc));
+				snprintf(err, errlen, "tracepoint '%.*s': tracefs is not mounted and cannot "
+					 "be mounted at %s: %s", (int)len, s, EVENT_TRACEFS, strerror(-rc));
 				return rc;
 			}
 			tracefs = dir;
@@ -208,13 +196,13 @@ static int parse_one(struct event_list *l, const char *s, size_t len, const char
 		k = find_known(s, len);
 		if (!k) {
 			if (len == 11 && !strncmp(s, "offcpu-time", len))
-				msg(err, errlen, "offcpu-time is recorded with --off-cpu, not -e");
+				snprintf(err, errlen, "offcpu-time is recorded with --off-cpu, not -e");
 			else
-				msg(err, errlen, "unknown event '%.*s': sfprof knows cpu-clock, task-clock, "
-				    "page-faults, minor-faults, major-faults, context-switches, "
-				    "cpu-migrations, the hardware events (cycles, instructions, "
-				    "cache-misses, branch-misses, ...) and tracepoints SUBSYSTEM:NAME",
-				    (int)len, s);
+				snprintf(err, errlen, "unknown event '%.*s': sfprof knows cpu-clock, task-clock, "
+					 "page-faults, minor-faults, major-faults, context-switches, "
+					 "cpu-migrations, the hardware events (cycles, instructions, "
+					 "cache-misses, branch-misses, ...) and tracepoints SUBSYSTEM:NAME",
+					 (int)len, s);
 			return -EINVAL;
 		}
 		k = canonical(k);
@@ -225,12 +213,12 @@ static int parse_one(struct event_list *l, const char *s, size_t len, const char
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->ev[i].type == e.type && l->ev[i].config == e.config) {
-			msg(err, errlen, "event '%s' given twice", e.name);
+			snprintf(err, errlen, "event '%s' given twice", e.name);
 			return -EINVAL;
 		}
 	}
 	if (l->n >= MAX_EVENTS - 1) {
-		msg(err, errlen, "more than %d events", MAX_EVENTS - 1);
+		snprintf(err, errlen, "more than %d events", MAX_EVENTS - 1);
 		return -E2BIG;
 	}
 	l->ev[l->n++] = e;
@@ -297,10 +285,10 @@ int event_spec__probe(const struct event_spec *e, char *err, size_t errlen)
 	}
 	en = errno;
 	if (e->type == PERF_TYPE_HARDWARE && (en == ENOENT || en == EOPNOTSUPP || en == ENODEV))
-		msg(err, errlen, "event '%s' needs a hardware performance counter (PMU), and this "
-		    "machine has none (a virtual machine often has none): sample on cpu-clock "
-		    "or another software event instead", e->name);
+		snprintf(err, errlen, "event '%s' needs a hardware performance counter (PMU), and this "
+			 "machine has none (a virtual machine often has none): sample on cpu-clock "
+			 "or another software event instead", e->name);
 	else
-		msg(err, errlen, "event '%s' cannot be opened: %s", e->name, strerror(en));
+		snprintf(err, errlen, "event '%s' cannot be opened: %s", e->name, strerror(en));
 	return -en;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Loads the off-CPU sampler over the sampler's ring and target maps, and reads its counters. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@ struct offcpu_sampler {
 	uint64_t still_blocked;
 };
 
-static void msg(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void msg(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *err, size_t errlen)
 {
 	struct offcpu_sampler *oc = calloc(1, sizeof(*oc));
@@ -38,20 +26,20 @@ struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *er
 	int e;
 
 	if (!oc) {
-		msg(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
 	oc->ncpus = libbpf_num_possible_cpus();
 	if (oc->ncpus <= 0) {
 		e = -oc->ncpus;
-		msg(err, errlen, "cannot count CPUs: %s", strerror(e));
+		snprintf(err, errlen, "cannot count CPUs: %s", strerror(e));
 		goto fail;
 	}
 	skel = oc->skel = offcpu_bpf__open();
 	if (!skel) {
 		e = errno;
-		msg(err, errlen, "cannot open the off-CPU sampler: %s", strerror(e));
+		snprintf(err, errlen, "cannot open the off-CPU sampler: %s", strerror(e));
 		goto fail;
 	}
 	skel->rodata->ustack_size = o->stack_size;
@@ -66,14 +54,14 @@ struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *er
 	    (e = -bpf_map__reuse_fd(skel->maps.targets, o->targets_fd)) ||
 	    (e = -bpf_map__reuse_fd(skel->maps.tids, o->tids_fd)) ||
 	    (e = -bpf_map__reuse_fd(skel->maps.stack_sizes, o->sizes_fd))) {
-		msg(err, errlen, "cannot share the sampler's maps with the off-CPU sampler: %s",
-		    strerror(e));
+		snprintf(err, errlen, "cannot share the sampler's maps with the off-CPU sampler: %s",
+			 strerror(e));
 		goto fail;
 	}
 	if (offcpu_bpf__load(skel)) {
 		e = errno;
-		msg(err, errlen, "cannot load the off-CPU sampler: %s%s", strerror(e),
-		    getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
+		snprintf(err, errlen, "cannot load the off-CPU sampler: %s%s", strerror(e),
+			 getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
 		goto fail;
 	}
 	return oc;
@@ -89,8 +77,8 @@ int offcpu_sampler__attach(struct offcpu_sampler *oc, char *err, size_t errlen)
 
 	if (offcpu_bpf__attach(oc->skel)) {
 		e = errno;
-		msg(err, errlen, "cannot attach the off-CPU sampler to sched_switch and sys_exit: %s",
-		    strerror(e));
+		snprintf(err, errlen, "cannot attach the off-CPU sampler to sched_switch and sys_exit: %s",
+			 strerror(e));
 		return -e;
 	}
 	oc->attached = true;

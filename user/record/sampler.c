@@ -75,17 +75,6 @@ struct sampler {
 	struct record_capture *capture;	/* SFPROF_DEBUG_CAPTURE: what is handed over, for the fuzz corpora */
 };
 
-static void msg(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void msg(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -432,14 +421,14 @@ static int attach_tracepoint(struct sampler *s, const struct event_spec *e, uint
 	int en;
 
 	if (reserve_links(s, 1)) {
-		msg(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	link = bpf_program__attach_tracepoint_opts(s->skel->progs.tracepoint_sample, e->tp_sys,
 						   e->tp_name, &opts);
 	if (!link) {
 		en = errno;
-		msg(err, errlen, "cannot attach to the tracepoint %s: %s", e->name, strerror(en));
+		snprintf(err, errlen, "cannot attach to the tracepoint %s: %s", e->name, strerror(en));
 		return -en;
 	}
 	s->links[s->nlinks++] = link;
@@ -455,7 +444,7 @@ static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint
 	int en;
 
 	if (reserve_links(s, s->ncpus)) {
-		msg(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	event_spec__attr(e, s->period, s->freq_hz, &attr);
@@ -467,9 +456,9 @@ static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint
 			if (errno == ENODEV)
 				continue;	/* a possible CPU that is offline */
 			en = errno;
-			msg(err, errlen, "cannot open the %s event on CPU %d: %s%s", e->name, cpu,
-			    strerror(en), en == EACCES || en == EPERM ?
-			    " (needs CAP_PERFMON or root)" : "");
+			snprintf(err, errlen, "cannot open the %s event on CPU %d: %s%s", e->name, cpu,
+				 strerror(en), en == EACCES || en == EPERM ?
+				 " (needs CAP_PERFMON or root)" : "");
 			return -en;
 		}
 		s->event_fds[i] = fd;
@@ -477,8 +466,8 @@ static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint
 		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.sample, fd, &opts);
 		if (!s->links[i]) {
 			en = errno;
-			msg(err, errlen, "cannot attach the sampler to %s on CPU %d: %s", e->name, cpu,
-			    strerror(en));
+			snprintf(err, errlen, "cannot attach the sampler to %s on CPU %d: %s", e->name, cpu,
+				 strerror(en));
 			return -en;
 		}
 	}
@@ -545,7 +534,7 @@ static int open_task_events(struct sampler *s, char *err, size_t errlen)
 	if (!s->tasks) {
 		int e = errno;
 
-		msg(err, errlen, "cannot open task event buffers: %s", strerror(e));
+		snprintf(err, errlen, "cannot open task event buffers: %s", strerror(e));
 		return -e;
 	}
 	return 0;
@@ -566,7 +555,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	int e;
 
 	if (!s) {
-		msg(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -581,25 +570,25 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	capture = getenv(RECORD_CAPTURE_ENV);
 	if (capture && *capture && !(s->capture = record_capture__open(capture))) {
 		e = errno;
-		msg(err, errlen, "%s=%s: %s", RECORD_CAPTURE_ENV, capture, strerror(e));
+		snprintf(err, errlen, "%s=%s: %s", RECORD_CAPTURE_ENV, capture, strerror(e));
 		goto fail;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		msg(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-		    "sfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			 "sfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF");
 		e = ENOENT;
 		goto fail;
 	}
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		e = -s->ncpus;
-		msg(err, errlen, "cannot count CPUs: %s", strerror(e));
+		snprintf(err, errlen, "cannot count CPUs: %s", strerror(e));
 		goto fail;
 	}
 	s->skel = sample_bpf__open();
 	if (!s->skel) {
 		e = errno;
-		msg(err, errlen, "cannot open the BPF sampler: %s", strerror(e));
+		snprintf(err, errlen, "cannot open the BPF sampler: %s", strerror(e));
 		goto fail;
 	}
 	s->skel->rodata->ustack_size = opts->stack_size;
@@ -612,22 +601,22 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (sample_bpf__load(s->skel)) {
 		e = errno;
 		if (e == EPERM)
-			msg(err, errlen, "not allowed to load BPF programs: sfprof record needs "
-			    "CAP_BPF and CAP_PERFMON (or root)");
+			snprintf(err, errlen, "not allowed to load BPF programs: sfprof record needs "
+				 "CAP_BPF and CAP_PERFMON (or root)");
 		else
-			msg(err, errlen, "cannot load the BPF sampler: %s%s", strerror(e),
-			    getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
+			snprintf(err, errlen, "cannot load the BPF sampler: %s%s", strerror(e),
+				 getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
 		goto fail;
 	}
 	if (sample_bpf__attach(s->skel)) {
 		e = errno;
-		msg(err, errlen, "cannot attach the fork tracepoint: %s", strerror(e));
+		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(e));
 		goto fail;
 	}
 	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
 	if (!s->ring) {
 		e = errno;
-		msg(err, errlen, "cannot open the sample ring buffer: %s", strerror(e));
+		snprintf(err, errlen, "cannot open the sample ring buffer: %s", strerror(e));
 		goto fail;
 	}
 	e = -open_task_events(s, err, errlen);
@@ -655,7 +644,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (s->epfd < 0 || add_epoll(s->epfd, ring_buffer__epoll_fd(s->ring)) ||
 	    add_epoll(s->epfd, perf_buffer__epoll_fd(s->tasks))) {
 		e = errno;
-		msg(err, errlen, "epoll: %s", strerror(e));
+		snprintf(err, errlen, "epoll: %s", strerror(e));
 		goto fail;
 	}
 	return s;
