@@ -35,6 +35,12 @@ struct item {
  * change them, and the batch ends before one.
  */
 #define BATCH_MAX 64u
+/*
+ * A batch is offered only from this many samples on: a backlog. Smaller ones
+ * (a few samples read from the ring together) cost the thread woken to help
+ * more than their unwinding.
+ */
+#define HELP_MIN 16u
 
 /*
  * Who unwinds a slot of an offered batch (atomic). A helping thread takes an
@@ -401,7 +407,7 @@ static void handle_batch(struct shard *sh, unsigned n)
 			procs__sample_process(sh->procs, (const struct sample_hdr *)sl->it->data);
 		begin_ns[i] = now_ns() - t0;
 	}
-	if (n > 1 && pl->nshards > 1) {
+	if (n >= HELP_MIN && pl->nshards > 1) {
 		offer(sh, n);
 		while (claim(sh, &i)) {
 			struct slot *sl = &sh->batch[i];
@@ -485,8 +491,13 @@ static bool wait_item(struct shard *sh)
 				     __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE) == sh->tail; spin++)
 					cpu_relax();
 			pthread_mutex_lock(&sh->lock);
-			/* closing, nobody wakes this thread again: it looks until the others end */
-			if (any || offered_any(sh) || __atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST))
+			/*
+			 * Closing, nobody wakes this thread again: it looks until the
+			 * others end. An item published while the lock was let go
+			 * was signalled to nobody: look again before waiting.
+			 */
+			if (any || offered_any(sh) || __atomic_load_n(&sh->closing, __ATOMIC_SEQ_CST) ||
+			    __atomic_load_n(&sh->head, __ATOMIC_SEQ_CST) != sh->tail)
 				continue;
 		}
 		pthread_cond_wait(&sh->wake, &sh->lock);
