@@ -546,7 +546,10 @@ def branch_shares(text, row):
         if re.match(r'^\s+[\d.]+%', line):
             break
         m = re.search(r'--([\d.]+)%--(\S+)', line)
-        if m:
+        # perf repeats the row's function as the chains' root, with a share of its own
+        # ('|--74.98%--tree_leaf') when another root is cut below the threshold (a chain
+        # its DWARF unwinding lost): a branch is what lies under it
+        if m and m.group(2) != row:
             out[m.group(2)] = float(m.group(1))
     return out
 
