@@ -31,6 +31,7 @@ struct profile_process {
 	const char *exe;
 	uint64_t pid_ns, mnt_ns;
 	uint32_t ns_pid;
+	const char *cgroup;	/* its cgroup's path (/proc/PID/cgroup); NULL or "" when unknown */
 };
 
 struct profile_thread {

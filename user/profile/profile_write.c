@@ -375,7 +375,7 @@ fail_quiet:
 
 int profile_writer__process(struct profile_writer *w, const struct profile_process *p)
 {
-	if (begin(w, 64 + slen(p->comm) + slen(p->exe)))
+	if (begin(w, 64 + slen(p->comm) + slen(p->exe) + slen(p->cgroup)))
 		return w->err;
 	put_varint(&w->scratch, p->pid);
 	put_varint(&w->scratch, p->ppid);
@@ -384,6 +384,9 @@ int profile_writer__process(struct profile_writer *w, const struct profile_proce
 	put_varint(&w->scratch, p->pid_ns);
 	put_varint(&w->scratch, p->mnt_ns);
 	put_varint(&w->scratch, p->ns_pid);
+	/* a field added after version 1's first readers, who skip it */
+	if (p->cgroup && p->cgroup[0])
+		put_str(&w->scratch, p->cgroup);
 	w->processes++;
 	return append(w, PROFILE_REC_PROCESS);
 }

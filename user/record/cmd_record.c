@@ -20,6 +20,7 @@
 #include "events.h"
 #include "pipeline.h"
 #include "sampler.h"
+#include "sizes.h"
 #include "util/text.h"
 
 #define DEFAULT_FREQ	999
@@ -285,30 +286,6 @@ static int parse_call_graph(struct record *r, const char *arg)
 	fprintf(stderr, "sfprof record: --call-graph takes sframe, fp or dwarf[,SIZE], not '%s'\n",
 		arg);
 	return -EINVAL;
-}
-
-/* A size in bytes, with an optional K, M or G (binary) suffix. @return 0 or -EINVAL. */
-static int parse_size(const char *arg, uint64_t *bytes)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (end == arg || errno || arg[0] == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*bytes = (uint64_t)v << shift;
-	return 0;
 }
 
 static int parse_args(struct record *r, int argc, char **argv)
@@ -722,16 +699,6 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	offcpu_summary(r);
 }
 
-/* The sample ring: 1/8 of --max-memory, a power of two from 4 to 32 MiB. */
-static uint32_t ring_bytes(uint64_t max_memory)
-{
-	uint32_t bytes = 32u << 20;
-
-	while (bytes > (4u << 20) && bytes > max_memory / 8)
-		bytes >>= 1;
-	return bytes;
-}
-
 static bool targets_alive(const struct record *r)
 {
 	for (size_t i = 0; i < r->npids; i++)
@@ -902,7 +869,7 @@ int cmd_record(int argc, char **argv)
 	if (write_events(&r))
 		goto discard;
 	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
-				       ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
+				       record_ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
 				       r.event_ids, r.period, r.ntids > 0, r.off_cpu,
 				       r.off_cpu_min_ns, r.off_cpu_event };
 	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
