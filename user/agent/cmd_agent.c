@@ -80,11 +80,13 @@ static const char usage[] =
 	"                         which every user can read in /proc)\n"
 	"      --spool-dir DIR    payloads not pushed yet (default " DEFAULT_SPOOL_DIR "):\n"
 	"                         a server slow or down loses nothing; they are tried again\n"
-	"                         with backoff (1 s doubling to 60 s, with jitter), and\n"
+	"                         with backoff (1 s doubling to --max-backoff, less a\n"
+	"                         random part of up to half), and\n"
 	"                         the next run pushes what a run left\n"
 	"      --spool-size SIZE  bound on the spool (default 256M): past it the oldest\n"
 	"                         payloads are dropped, and counted\n"
 	"      --flush-timeout SECS  at stop, how long to go on pushing (default 5)\n"
+	"      --max-backoff SECS the longest wait between two tries (default 60)\n"
 	"      --max-memory SIZE  bound on the record path (default 48M, at least 16M):\n"
 	"                         the sample ring 1/8 (at least 4M), queues 3/8 (touched\n"
 	"                         as used), the stack index 1/16, unwind tables 1/4\n"
@@ -198,7 +200,7 @@ enum {
 	OPT_WINDOW = 0x3000, OPT_OUTPUT_DIR, OPT_KEEP_COUNT, OPT_KEEP_BYTES, OPT_KEEP_AGE,
 	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
 	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
-	OPT_NO_BUILDID, OPT_BUILDID_SIZE,
+	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF,
 };
 
 /* @return 0, 1 for --help, or 2 (said). */
@@ -221,6 +223,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
 		{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
 		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
+		{ "max-backoff", required_argument, NULL, OPT_MAX_BACKOFF },
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 		{ "unwind-threads", required_argument, NULL, OPT_THREADS },
 		{ "no-buildid-cache", no_argument, NULL, OPT_NO_BUILDID },
@@ -326,6 +329,14 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			a->push.flush_secs = strtod(optarg, &end);
 			if (*end || end == optarg || !(a->push.flush_secs >= 0) || a->push.flush_secs > 3600) {
 				fprintf(stderr, "sfprof agent: --flush-timeout takes 0 to 3600 seconds\n");
+				return 2;
+			}
+			break;
+		case OPT_MAX_BACKOFF:
+			a->push.max_backoff_secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(a->push.max_backoff_secs >= 1) ||
+			    a->push.max_backoff_secs > 3600) {
+				fprintf(stderr, "sfprof agent: --max-backoff takes 1 to 3600 seconds\n");
 				return 2;
 			}
 			break;

@@ -218,6 +218,7 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 	const struct session_frame *f = session__frame(p->s, frame);
 	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
+	bool named;
 	struct image_layout *l;
 	uint64_t addr = f->addr;
 	char buf[128];
@@ -238,13 +239,15 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 		if (map != SIZE_MAX)
 			map_id = mapping_id(p, image, map);
 	}
+	/* a user frame placed in a mapping is named by the server (its build ID and address) */
+	named = !p->o->no_symbolize || f->kernel || !map_id;
+	/* before the location's fields: a new function is built in the same buffer */
+	fn = named ? function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file) : 0;
 	id = ++p->nlocations;
 	pb_uint(&p->msg, LOCATION_ID, id);
 	pb_uint(&p->msg, LOCATION_MAPPING_ID, map_id);
 	pb_uint(&p->msg, LOCATION_ADDRESS, addr);
-	/* a user frame placed in a mapping is named by the server (its build ID and address) */
-	if (!p->o->no_symbolize || f->kernel || !map_id) {
-		fn = function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file);
+	if (named) {
 		pb_uint(&p->line, LINE_FUNCTION_ID, fn);
 		pb_uint(&p->line, LINE_LINE, f->line);
 		pb_msg(&p->msg, LOCATION_LINE, &p->line);
