@@ -428,6 +428,51 @@ def case_containers(ctx):
     must_fail('the other container\'s ID', check, [('docker', ids[1])])
 
 
+def check_last(prof, t, secs, what):
+    """Samples of @prof lie in [t - secs, t] (ns), and reach back near t - secs."""
+    times = [s.time for s in prof.samples]
+    if len(times) < 50:
+        raise Failure(f'{what}: {len(times)} samples')
+    old = [x for x in times if x < t - secs * 1e9 - 20e6]
+    if old:
+        raise Failure(f'{what}: {len(old)} of {len(times)} samples older than {secs} s before '
+                      f'SIGUSR2 (the oldest {(t - min(times)) / 1e9:.3f} s before)')
+    if min(times) > t - (secs - 0.3) * 1e9 or max(times) > t + 0.2e9:
+        raise Failure(f'{what}: samples from {(t - min(times)) / 1e9:.3f} s to '
+                      f'{(t - max(times)) / 1e9:.3f} s before SIGUSR2, not the last {secs} s')
+    log(f'ok: {what}: {len(times)} samples, {(t - min(times)) / 1e9:.3f} to '
+        f'{(t - max(times)) / 1e9:.3f} s before SIGUSR2')
+
+
+def case_flight(ctx):
+    work = ctx.build_work()
+    out = ctx.path('flight.data')
+    rec = ctx.spawn([ctx.sfprof, 'record', '--flight-recorder', '2', '-F', '499', '-o', out,
+                     '--', work, '6'], stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    t = time.monotonic_ns()     # CLOCK_MONOTONIC, the samples' clock
+    rec.send_signal(signal.SIGUSR2)
+    _, err = rec.communicate(timeout=60)
+    log(err)
+    if rec.returncode:
+        raise Failure(f'sfprof record exited with {rec.returncode}')
+    dumps = [n for n in os.listdir(ctx.work) if n.startswith('flight.data.') and
+             not n.endswith('.old')]
+    if len(dumps) != 1:
+        raise Failure(f'SIGUSR2 wrote {dumps}')
+    prof = profile_oracle.load_profile(ctx.sfprof, ctx.path(dumps[0]))
+    check_last(prof, t, 2, 'SIGUSR2')
+    must_fail('samples older than asked', check_last, prof, t, 1, 'SIGUSR2 against 1 s')
+    # its stacks are whole: the known chain, symbolized by the report's own reading
+    p = run([ctx.sfprof, 'report', '-i', ctx.path(dumps[0]), '--stdio', '--sort', 'sym'])
+    if 'agent_leaf' not in p.stdout:
+        raise Failure('the dump has no agent_leaf')
+    # at the end: the last 2 s before the command exited
+    end = profile_oracle.load_profile(ctx.sfprof, out)
+    last = max(s.time for s in end.samples)
+    check_last(end, last, 2, 'at exit')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--sfprof', required=True)
@@ -438,7 +483,7 @@ def main():
     preconditions()
     ctx = Ctx(args)
     cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
-             'containers': case_containers}
+             'containers': case_containers, 'flight': case_flight}
     try:
         cases[args.case](ctx)
     except Failure as e:
