@@ -14,8 +14,9 @@ agent_leaf <- agent_mid <- main.
               is its own service (exe label) with symbolized, complete chains;
               tenant and bearer token arrive as headers; --keep-count 3 leaves
               the newest three windows and no .tmp.
-  down        the receiver down for the first 6 s, then up: every window
-              arrives, tiling time, and the agent says tries failed.
+  down        the receiver down for the first 6 s, then up, the agent stopped
+              by SIGTERM at 11 s: every window arrives, the last one (flushed at
+              SIGTERM) too, tiling time, and the agent says tries failed.
   spool       the receiver never up, --spool-size 24K: payloads are dropped
               oldest first and counted, the spool stays within its bound and
               keeps the newest; a second run pushes what the first left.
@@ -314,11 +315,14 @@ def case_down(ctx):
     rcv = Receiver(free_port(), ctx.path('received'))
     ctx.spawn([work, '12'])
     a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
-                   ctx.path('spool'), '--window', '1', '-d', '11', '--max-backoff', '2',
+                   ctx.path('spool'), '--window', '1', '--max-backoff', '2',
                    '--flush-timeout', '15'], stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(6)
         rcv.start()
+        time.sleep(5)
+        # SIGTERM: the window being recorded is flushed and pushed too
+        a.send_signal(signal.SIGTERM)
         _, err = a.communicate(timeout=60)
     finally:
         rcv.stop()
