@@ -691,6 +691,10 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 		"bound); %" PRIu64 " processes with samples; RSS peak %ld KiB\n",
 		secs, a->windows, a->failed_windows, a->samples, a->lost_written, ps.dropped,
 		ps.procs.processes, rss_kib("VmHWM:"));
+	if (ps.modules_refused)
+		fprintf(stderr, "sfprof agent: %" PRIu64 " files not loaded at the unwind tables' bound "
+			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
+			"alone\n", ps.modules_refused, (double)(a->max_memory / 4) / 1048576.0);
 	if (!a->push.url)
 		return;
 	fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows made into %" PRIu64 " payloads, %"
