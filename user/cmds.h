@@ -10,6 +10,7 @@ int cmd_cbf(int argc, char **argv);
 
 int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_export(int argc, char **argv);

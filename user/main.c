@@ -11,6 +11,7 @@ static const struct cmd {
 	const char *help;
 } cmds[] = {
 	{ "record", cmd_record, "sample stacks into a profile file" },
+	{ "agent", cmd_agent, "profile the whole system until stopped: windows kept and pushed to a server" },
 	{ "report", cmd_report, "where the samples were: shares per command, module and symbol" },
 	{ "script", cmd_script, "every sample and its stack, in the text of perf script" },
 	{ "export", cmd_export, "the profile for other tools: markup, collapsed, pprof, svg" },

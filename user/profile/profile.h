@@ -31,6 +31,7 @@ struct profile_process {
 	const char *exe;
 	uint64_t pid_ns, mnt_ns;
 	uint32_t ns_pid;
+	const char *cgroup;	/* its cgroup's path (/proc/PID/cgroup); NULL or "" when unknown */
 };
 
 struct profile_thread {
@@ -132,6 +133,16 @@ struct profile_writer;
  */
 struct profile_writer *profile_writer__create(const char *path, const struct profile_meta *meta,
 					      struct profile_diag *diag);
+
+/**
+ * profile_writer__create_fd() - a profile written to @fd (owned: closed at
+ * close), which must be empty; @name is for messages. Nothing is renamed or
+ * unlinked: for files in memory (a memfd) or made by the caller.
+ * @return the writer, or NULL with errno set and @diag->reason filled.
+ */
+struct profile_writer *profile_writer__create_fd(int fd, const char *name,
+						 const struct profile_meta *meta,
+						 struct profile_diag *diag);
 
 /*
  * The records. Each returns 0 or a negative errno: -EINVAL, with nothing

@@ -49,7 +49,7 @@ struct profile_reader {
 	struct cursor rec;	/* records left in the current block */
 	uint64_t prev_time;
 	uint64_t block_no;
-	char str[2][4096];	/* string fields of the last record */
+	char str[3][4096];	/* string fields of the last record */
 	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
 	bool done;
 	/* what the records held, for the checks of lost counts and of the trailer */
@@ -575,6 +575,8 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->process.pid_ns = cur_varint(c);
 		rec->process.mnt_ns = cur_varint(c);
 		rec->process.ns_pid = cur_u32(c);
+		/* added later: a record without it has no cgroup */
+		rec->process.cgroup = c->p < c->end ? cur_str(c, r->str[2], sizeof(r->str[2])) : "";
 		break;
 	case PROFILE_REC_THREAD:
 		rec->thread.pid = cur_u32(c);

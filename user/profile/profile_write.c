@@ -29,6 +29,7 @@ struct profile_writer {
 	int fd;
 	char *path;
 	char *old_path;		/* set when an existing file was renamed away */
+	bool not_owned;		/* made on a descriptor (create_fd): never unlinked */
 	int err;		/* first write error, sticky */
 	uint64_t committed;	/* bytes of whole blocks on disk */
 	ZSTD_CCtx *zc;
@@ -373,9 +374,43 @@ fail_quiet:
 	return NULL;
 }
 
+struct profile_writer *profile_writer__create_fd(int fd, const char *name,
+						 const struct profile_meta *meta,
+						 struct profile_diag *diag)
+{
+	struct profile_writer *w = calloc(1, sizeof(*w));
+	int err = -ENOMEM;
+
+	if (!w)
+		goto fail;
+	w->fd = fd;
+	w->not_owned = true;
+	w->path = strdup(name);
+	w->zc = ZSTD_createCCtx();
+	w->stacks = hmap__new(HMAP_BYTES);
+	w->modules = hmap__new(HMAP_BYTES);
+	if (!w->path || !w->zc || !w->stacks || !w->modules)
+		goto fail;
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
+	err = write_header(w, meta);
+	if (err)
+		goto fail;
+	return w;
+fail:
+	set_reason(diag, "%s: %s", name, strerror(-err));
+	if (w) {
+		w->fd = -1;
+		writer_free(w);
+	}
+	close(fd);
+	errno = -err;
+	return NULL;
+}
+
 int profile_writer__process(struct profile_writer *w, const struct profile_process *p)
 {
-	if (begin(w, 64 + slen(p->comm) + slen(p->exe)))
+	if (begin(w, 64 + slen(p->comm) + slen(p->exe) + slen(p->cgroup)))
 		return w->err;
 	put_varint(&w->scratch, p->pid);
 	put_varint(&w->scratch, p->ppid);
@@ -384,6 +419,9 @@ int profile_writer__process(struct profile_writer *w, const struct profile_proce
 	put_varint(&w->scratch, p->pid_ns);
 	put_varint(&w->scratch, p->mnt_ns);
 	put_varint(&w->scratch, p->ns_pid);
+	/* a field added after version 1's first readers, who skip it */
+	if (p->cgroup && p->cgroup[0])
+		put_str(&w->scratch, p->cgroup);
 	w->processes++;
 	return append(w, PROFILE_REC_PROCESS);
 }
@@ -699,7 +737,8 @@ void profile_writer__discard(struct profile_writer *w)
 		return;
 	if (w->fd >= 0)
 		close(w->fd);
-	unlink(w->path);
+	if (!w->not_owned)
+		unlink(w->path);
 	if (w->old_path)
 		rename(w->old_path, w->path);
 	writer_free(w);

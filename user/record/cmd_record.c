@@ -18,8 +18,10 @@
 #include "buildid/buildid_record.h"
 #include "cmds.h"
 #include "events.h"
+#include "flight.h"
 #include "pipeline.h"
 #include "sampler.h"
+#include "sizes.h"
 #include "util/text.h"
 
 #define DEFAULT_FREQ	999
@@ -37,6 +39,7 @@ static const char usage[] =
 	"                     [-g] [--call-graph sframe|fp] [--stack-size BYTES]\n"
 	"                     [--max-memory SIZE] [--unwind-threads N] [--no-prepare]\n"
 	"                     [--no-buildid-cache] [--buildid-cache-size SIZE] [-o FILE]\n"
+	"                     [--flight-recorder SECS]\n"
 	"                     [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Sample user and kernel stacks on the cpu-clock event (or the events of -e),\n"
@@ -103,6 +106,12 @@ static const char usage[] =
 	"                         build-ID cache ($XDG_CACHE_HOME/sfprof/.build-id, else\n"
 	"                         ~/.cache/sfprof/.build-id), from which report names\n"
 	"                         their frames after they are replaced or removed\n"
+	"      --flight-recorder SECS  keep only the last SECS seconds of unwound stacks,\n"
+	"                         in memory (compressed, at most 1/8 of --max-memory:\n"
+	"                         past it the oldest go first), and write them to\n"
+	"                         FILE.YYYYMMDDHHMMSSmmm on SIGUSR2 and to FILE at the end\n"
+	"                         (perf record's --overwrite with --switch-output=signal);\n"
+	"                         not with -e, -c or --off-cpu\n"
 	"      --buildid-cache-size SIZE  what that cache may hold (default 2G, every\n"
 	"                         entry at its file size; the entries used longest ago\n"
 	"                         are evicted first)\n"
@@ -111,11 +120,17 @@ static const char usage[] =
 	"with -a as well, the whole system for as long as it runs. Ctrl-C stops cleanly.\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON.\n";
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, dump_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	dump_signal = 1;
 }
 
 struct record {
@@ -153,6 +168,9 @@ struct record {
 	struct sampler *sampler;
 	uint64_t lost_written;
 	bool tty;
+	double flight_secs;		/* --flight-recorder */
+	struct flight *flight;
+	uint64_t flight_dumps;
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -287,30 +305,6 @@ static int parse_call_graph(struct record *r, const char *arg)
 	return -EINVAL;
 }
 
-/* A size in bytes, with an optional K, M or G (binary) suffix. @return 0 or -EINVAL. */
-static int parse_size(const char *arg, uint64_t *bytes)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (end == arg || errno || arg[0] == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*bytes = (uint64_t)v << shift;
-	return 0;
-}
-
 static int parse_args(struct record *r, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -325,6 +319,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "no-buildid-cache", no_argument, NULL, 0x2000 },
 		{ "buildid-cache-size", required_argument, NULL, 0x2001 },
+		{ "flight-recorder", required_argument, NULL, 0x2002 },
 		{ "event", required_argument, NULL, 'e' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "tid", required_argument, NULL, 't' },
@@ -445,6 +440,13 @@ static int parse_args(struct record *r, int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 0x2002:
+			r->flight_secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(r->flight_secs >= 0.1) || r->flight_secs > 3600) {
+				fprintf(stderr, "sfprof record: --flight-recorder takes 0.1 to 3600 seconds\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
@@ -474,6 +476,10 @@ static int parse_args(struct record *r, int argc, char **argv)
 			fprintf(stderr, "sfprof record: %s\n", msg);
 			return 2;
 		}
+	}
+	if (r->flight_secs && (r->events.n || r->period || r->off_cpu)) {
+		fprintf(stderr, "sfprof record: --flight-recorder goes without -e, -c and --off-cpu\n");
+		return 2;
 	}
 	if (r->npids && (r->all || r->command)) {
 		fprintf(stderr, "sfprof record: -p goes without -a and without a command\n");
@@ -561,12 +567,37 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 	}
 }
 
+static int write_lost(struct record *r);
+
+/*
+ * The flight recorder's slice ends at @t: the threads finish it
+ * (pipeline__cut()) and go on in the next. An error stops the recording,
+ * through stop_signal's loop, as a write error would.
+ */
+static int flight_cut(struct record *r, uint64_t t)
+{
+	int err = write_lost(r);
+
+	if (!err)
+		err = flight__cut(r->flight, r->pipeline, t);
+	r->w = flight__writer(r->flight);
+	profile_writer__set_stack_bound(r->w, r->max_memory / 16);
+	if (err) {
+		fprintf(stderr, "%ssfprof record: flight recorder: %s: recording stopped\n",
+			r->tty ? "\r\033[K" : "\n", strerror(-err));
+		stop_signal = SIGTERM;
+	}
+	return err;
+}
+
 /* The draining thread only copies: everything slow happens on the unwinding threads. */
 static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
 		      const uint8_t *ustack)
 {
 	struct record *r = ctx;
 
+	if (r->flight && h->time_ns >= flight__cut_at(r->flight))
+		flight_cut(r, h->time_ns);
 	pipeline__sample(r->pipeline, h, kstack, ustack);
 }
 
@@ -582,6 +613,8 @@ static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t
 {
 	struct record *r = ctx;
 
+	if (r->flight && time >= flight__cut_at(r->flight))
+		flight_cut(r, time);
 	pipeline__task_event(r->pipeline, e, time);
 	if (e->type == PERF_RECORD_EXIT && !r->stack_fixed && e->size >= sizeof(*e) + 16) {
 		uint32_t tid;
@@ -725,16 +758,6 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	offcpu_summary(r);
 }
 
-/* The sample ring: 1/8 of --max-memory, a power of two from 4 to 32 MiB. */
-static uint32_t ring_bytes(uint64_t max_memory)
-{
-	uint32_t bytes = 32u << 20;
-
-	while (bytes > (4u << 20) && bytes > max_memory / 8)
-		bytes >>= 1;
-	return bytes;
-}
-
 static bool targets_alive(const struct record *r)
 {
 	for (size_t i = 0; i < r->npids; i++)
@@ -788,6 +811,39 @@ fail:
 }
 
 /*
+ * SIGUSR2: the last SECS before @now into FILE.YYYYMMDDHHMMSSmmm, as perf's
+ * --switch-output=signal names its files. @return 0 or -errno (said).
+ */
+static int flight_dump(struct record *r, uint64_t now)
+{
+	struct profile_diag diag = { "" };
+	uint64_t real = now_ns(CLOCK_REALTIME), samples;
+	time_t secs = real / 1000000000ull;
+	char stamp[32], *path;
+	struct tm tm;
+	int err;
+
+	if ((err = flight_cut(r, now)))
+		return err;
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	if (asprintf(&path, "%s.%s%03u", r->output, stamp,
+		     (unsigned)(real / 1000000ull % 1000)) < 0)
+		return -ENOMEM;
+	err = flight__write(r->flight, path, now, &samples, &diag);
+	if (err)
+		fprintf(stderr, "%ssfprof record: flight recorder: %s\n", r->tty ? "\r\033[K" : "",
+			diag.reason);
+	else
+		fprintf(stderr, "%ssfprof record: flight recorder: %" PRIu64 " samples of the last "
+			"%.1f s in %s\n", r->tty ? "\r\033[K" : "", samples, r->flight_secs, path);
+	r->flight_dumps++;
+	free(path);
+	/* a dump that cannot be written is said; the recording goes on */
+	return 0;
+}
+
+/*
  * Sample until stopped: Ctrl-C, SIGTERM, --duration, the command's or the
  * -p targets' exit, or an error writing the file (at once: what is written
  * stays whole).
@@ -819,6 +875,15 @@ static int run(struct record *r, int *child_status)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= deadline)
 			break;
+		/* an idle recording still moves on: samples have had 100 ms to come */
+		if (r->flight && now >= flight__cut_at(r->flight) + 100000000ull &&
+		    flight_cut(r, now - 100000000ull))
+			break;
+		if (r->flight && dump_signal) {
+			dump_signal = 0;
+			if (flight_dump(r, now))
+				break;
+		}
 		if (r->child > 0 && waitpid(r->child, child_status, WNOHANG) == r->child) {
 			r->child = 0;
 			break;
@@ -896,7 +961,16 @@ int cmd_record(int argc, char **argv)
 		r.workers = cpus < 1 ? 1 : cpus > DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : cpus;
 	}
 	fill_meta(&r, &meta, &uts, &cmdline);
-	r.w = profile_writer__create(r.output, &meta, &diag);
+	if (r.flight_secs) {
+		r.flight = flight__new(r.flight_secs, r.max_memory / 8, &meta, now_ns(CLOCK_MONOTONIC));
+		if (!r.flight) {
+			fprintf(stderr, "sfprof record: flight recorder: %s\n", strerror(errno));
+			goto out;
+		}
+		r.w = flight__writer(r.flight);
+	} else {
+		r.w = profile_writer__create(r.output, &meta, &diag);
+	}
 	if (!r.w) {
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 		goto out;
@@ -905,7 +979,7 @@ int cmd_record(int argc, char **argv)
 	if (write_events(&r))
 		goto discard;
 	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
-				       ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
+				       record_ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
 				       r.event_ids, r.period, r.ntids > 0, r.off_cpu,
 				       r.off_cpu_min_ns, r.off_cpu_event };
 	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
@@ -956,6 +1030,8 @@ int cmd_record(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (r.flight)
+		signal(SIGUSR2, on_usr2);
 	if ((err = pipeline__start(r.pipeline))) {
 		fprintf(stderr, "sfprof record: cannot start the unwinding threads: %s\n",
 			strerror(-err));
@@ -991,10 +1067,20 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!err && (err = write_lost(&r)))
 		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
-	samples = profile_writer__samples(r.w);
 	stack_resets = profile_writer__stack_resets(r.w);
-	ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
-	r.w = NULL;
+	if (r.flight) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		samples = 0;
+		/* the threads are done: the last slice is closed without them */
+		ret = flight__cut(r.flight, NULL, now) ||
+		      flight__write(r.flight, r.output, now, &samples, &diag) || err ? 1 : 0;
+		r.w = NULL;
+	} else {
+		samples = profile_writer__samples(r.w);
+		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
+		r.w = NULL;
+	}
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 	summary(&r, secs, samples, stack_resets, scanned);
@@ -1005,7 +1091,8 @@ discard:
 	/* no thread may write to it any more */
 	pipeline__free(r.pipeline);
 	r.pipeline = NULL;
-	profile_writer__discard(r.w);
+	if (!r.flight)
+		profile_writer__discard(r.w);
 	r.w = NULL;
 out:
 	if (r.child > 0) {
@@ -1023,6 +1110,7 @@ out:
 	if (r.exec_err_fd >= 0)
 		close(r.exec_err_fd);
 	pipeline__free(r.pipeline);
+	flight__free(r.flight);
 	buildid_keeper__free(r.buildid);
 	sampler__free(r.sampler);
 	free(r.pids);

@@ -688,6 +688,27 @@ void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e
 	}
 }
 
+/* Whether @sh's thread has handled every item queued: it moves the tail past an item once done. */
+static bool drained(struct shard *sh)
+{
+	return __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) == sh->head || !sh->started;
+}
+
+int pipeline__cut(struct pipeline *pl, struct profile_writer *w)
+{
+	int err = 0;
+
+	for (unsigned i = 0; i < pl->nshards; i++)
+		while (!drained(&pl->shards[i]))
+			usleep(100);
+	for (unsigned i = 0; i < pl->nshards; i++) {
+		procs__set_writer(pl->shards[i].procs, w);
+		if (procs__forget_written(pl->shards[i].procs) && !err)
+			err = -ENOMEM;
+	}
+	return err ? err : pipeline__error(pl);
+}
+
 void pipeline__wait_for_room(struct pipeline *pl)
 {
 	pl->wait_for_room = true;

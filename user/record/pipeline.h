@@ -147,6 +147,18 @@ int pipeline__finish(struct pipeline *pl);
  */
 void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st);
 
+/**
+ * pipeline__cut() - the window barrier, called by the draining thread (the
+ * queues' only writer), which queues nothing while it runs: wait until every
+ * unwinding thread has handled every item queued before the cut, then point
+ * every thread at @w and make each tell it again, at their next use, every
+ * process, thread, module and mapping, so that a file started at a cut is a
+ * complete profile. The caller closes the old writer after it. The threads
+ * keep running; nothing queued is dropped. @return 0, pipeline__error(), or
+ * -ENOMEM (then the threads may not have told @w everything again).
+ */
+int pipeline__cut(struct pipeline *pl, struct profile_writer *w);
+
 struct pipeline_trim {
 	size_t modules;		/* modules released */
 	size_t queue_bytes;	/* queue bytes given back (pages never touched count too) */

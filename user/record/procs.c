@@ -105,6 +105,7 @@ static void emit_process(void *ctx, const struct proctab_proc *pr)
 	struct profile_process rec = {
 		.pid = pr->pid, .ppid = pr->ppid, .comm = pr->comm, .exe = pr->exe,
 		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
+		.cgroup = pr->cgroup,
 	};
 
 	WRITE(p, profile_writer__process(p->w, &rec));
@@ -263,6 +264,24 @@ int procs__scan_all(struct procs *p)
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
 	proctab__task_event(p->tab, e, time);
+}
+
+void procs__set_writer(struct procs *p, struct profile_writer *w)
+{
+	p->w = w;
+}
+
+int procs__forget_written(struct procs *p)
+{
+	struct hmap *threads = hmap__new(HMAP_U64);
+
+	/* a thread starts again at its program's size: what its program learned stays */
+	if (!threads)
+		return -ENOMEM;
+	hmap__free_values(p->threads, free);
+	p->threads = threads;
+	proctab__forget_emitted(p->tab);
+	return 0;
 }
 
 size_t procs__held(const struct procs *p)

@@ -87,6 +87,21 @@ void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive);
  */
 void procs__set_fp_only(struct procs *p, bool fp_only);
 
+/**
+ * procs__set_writer() - write to @w from now on (a window cut: the caller
+ * closes the old one). Called while no sample or event is being handled.
+ */
+void procs__set_writer(struct procs *p, struct profile_writer *w);
+
+/**
+ * procs__forget_written() - tell the next file everything again: processes,
+ * their mappings and modules (proctab__forget_emitted()) and threads are
+ * written anew at their next sample. What was learned (copy sizes of
+ * programs) stays. Called while no sample or event is being handled.
+ * @return 0 or -ENOMEM.
+ */
+int procs__forget_written(struct procs *p);
+
 /** procs__free() - accepts NULL. */
 void procs__free(struct procs *p);
 

@@ -24,6 +24,7 @@ struct proc {
 	bool before_exec;	/* held: its samples are not recorded until it execs */
 	struct perf_rec_mmap2 **pending;	/* mappings not opened yet: until its first sample */
 	size_t npending, pending_cap;
+	bool told_before;	/* told to an earlier file (window): its warnings were said */
 	bool exited;		/* kept a while: samples of its last moments come after the exit */
 	int ns_err;		/* its namespaces could not be read: said when it is told */
 	uint64_t exit_time;
@@ -61,6 +62,7 @@ static void proc_free(struct proc *pr)
 	drop_pending(pr);
 	sfu_addrspace__free(pr->pub.as);
 	free(pr->pub.exe);
+	free(pr->pub.cgroup);
 	free(pr);
 }
 
@@ -109,6 +111,71 @@ size_t proctab__count(const struct proctab *t)
 uint64_t proctab__emitted(const struct proctab *t)
 {
 	return t->emitted;
+}
+
+void proctab__forget_emitted(struct proctab *t)
+{
+	size_t pos = 0;
+	struct hmap_item it;
+
+	while (!hmap__next(t->procs, &pos, &it)) {
+		struct proc *pr = (struct proc *)(uintptr_t)it.val;
+
+		if (pr->emitted)
+			pr->told_before = true;
+		pr->emitted = false;
+	}
+}
+
+char *proctab_read_cgroup(uint32_t pid)
+{
+	char path[64], line[4200], *unified = NULL, *systemd = NULL, *other = NULL, *best;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	/* hierarchy-ID:controllers:path, one line per hierarchy */
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *p;
+
+		if (!c2)
+			continue;
+		p = c2 + 1;
+		p[strcspn(p, "\n")] = '\0';
+		if (!strncmp(line, "0::", 3) && !unified)
+			unified = strdup(p);
+		else if (!strncmp(c1 + 1, "name=systemd:", 13) && !systemd)
+			systemd = strdup(p);
+		else if (strcmp(p, "/") && !other)
+			other = strdup(p);
+	}
+	fclose(f);
+	/* on a hybrid host the unified tree may be unused (everything at its root) */
+	if (unified && strcmp(unified, "/"))
+		best = unified, unified = NULL;
+	else if (systemd && strcmp(systemd, "/"))
+		best = systemd, systemd = NULL;
+	else if (other)
+		best = other, other = NULL;
+	else
+		best = strdup("/");
+	free(unified);
+	free(systemd);
+	free(other);
+	return best;
+}
+
+/* Read @p's cgroup now, while it lives; what was known stays when it cannot be read. */
+static void read_cgroup(struct proctab_proc *p)
+{
+	char *cg = proctab_read_cgroup(p->pid);
+
+	if (cg) {
+		free(p->cgroup);
+		p->cgroup = cg;
+	}
 }
 
 static struct proc *proc_new(struct proctab *t, uint32_t pid)
@@ -222,6 +289,7 @@ int proctab__scan(struct proctab *t, pid_t pid)
 	pr->pub.exe = read_exe(pid);
 	read_status(&pr->pub);
 	pr->ns_err = read_namespaces(&pr->pub);
+	read_cgroup(&pr->pub);
 	if (!pr->pub.comm[0] && kill(pid, 0) && errno == ESRCH) {
 		forget(t, pr);
 		return -ESRCH;
@@ -442,7 +510,8 @@ static void emit_process(struct proctab *t, struct proc *pr)
 	for (size_t i = 0; i < pr->npending; i++)
 		apply_mmap2(t, pr, pr->pending[i]);
 	drop_pending(pr);
-	warn_unopened(t, pr);
+	if (!pr->told_before)
+		warn_unopened(t, pr);
 	if (t->ops.process)
 		t->ops.process(t->ctx, &pr->pub);
 	maps = sfu_addrspace__mappings(pr->pub.as, &n);
@@ -553,6 +622,7 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		 */
 		pr->maps_pending = true;
 		pr->emitted = false;
+		pr->told_before = false;	/* a new image: what is said of it is new */
 		pr->exe_from_mmap = true;
 		/* until its first mapping says, the image the process runs now */
 		free(pr->pub.exe);
@@ -560,6 +630,7 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		/* an exec often follows an unshare: its namespaces now, while it lives */
 		read_status(&pr->pub);
 		pr->ns_err = read_namespaces(&pr->pub);
+		read_cgroup(&pr->pub);
 	} else if (pr && pr->emitted && t->ops.comm) {
 		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
 	}
@@ -593,9 +664,12 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	child->pub.pid_ns = parent->pub.pid_ns;
 	child->pub.mnt_ns = parent->pub.mnt_ns;
 	child->pub.ns_pid = child->pub.pid;
+	/* a child starts in its parent's cgroup: kept if it is gone before it can be read */
+	child->pub.cgroup = parent->pub.cgroup ? strdup(parent->pub.cgroup) : NULL;
 	/* its pid and namespaces (clone may have made new ones), while it lives */
 	read_status(&child->pub);
 	child->ns_err = read_namespaces(&child->pub);
+	read_cgroup(&child->pub);
 	if (parent->maps_pending || parent->npending) {
 		/*
 		 * The parent's files were never opened here (not sampled, or

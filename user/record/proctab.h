@@ -52,6 +52,7 @@ struct proctab_proc {
 	struct sfu_addrspace *as;
 	uint64_t pid_ns, mnt_ns;
 	uint32_t ns_pid;
+	char *cgroup;		/* its control group (proctab_read_cgroup()), or NULL */
 };
 
 /*
@@ -124,5 +125,22 @@ size_t proctab__count(const struct proctab *t);
 
 /** @return the processes told to the file, each counted once however many images. */
 uint64_t proctab__emitted(const struct proctab *t);
+
+/**
+ * proctab__forget_emitted() - the file changed (a window was cut): every
+ * process image is told again, with its mappings, at its next sample, as if
+ * new, so that the next file is a complete profile. What was said of an image
+ * (warn) is not said again.
+ */
+void proctab__forget_emitted(struct proctab *t);
+
+/**
+ * proctab_read_cgroup() - the control group of process @pid, from
+ * /proc/PID/cgroup: the unified hierarchy's path ("0::PATH") unless it is the
+ * root, else the name=systemd hierarchy's, else the first other one that is
+ * not the root; "/" when all are. @return a malloc'd path, or NULL when it
+ * cannot be read (gone) or out of memory.
+ */
+char *proctab_read_cgroup(uint32_t pid);
 
 #endif

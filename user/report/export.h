@@ -27,6 +27,27 @@ int export_collapsed(const struct session *s, FILE *out, bool keep_addresses);
 /** export_pprof() - a gzip-compressed profile.proto. */
 int export_pprof(const struct session *s, FILE *out);
 
+/* What export_pprof_opts() leaves out or sets, for a profile server's ingest (sfprof agent). */
+struct pprof_opts {
+	/*
+	 * User frames as addresses in mappings with build IDs only, no
+	 * functions: for servers that symbolize themselves (Parca, through
+	 * debuginfod). Kernel frames keep their names: only this host's
+	 * kallsyms knows them.
+	 */
+	bool no_symbolize;
+	/* no thread-name label on samples (a server may make each label value a series) */
+	bool no_thread_label;
+	/* only the samples for which this is true (NULL: every one) */
+	bool (*keep)(void *ctx, const struct session *s, size_t sample);
+	void *keep_ctx;
+	/* the profile's time and duration (0: from its first to its last sample) */
+	uint64_t time_ns, duration_ns;
+};
+
+/** export_pprof_opts() - export_pprof() of part of a session, as @o says. */
+int export_pprof_opts(const struct session *s, FILE *out, const struct pprof_opts *o);
+
 struct svg_opts {
 	const char *title;
 	double min_width;	/* frames narrower than this many pixels are left out */

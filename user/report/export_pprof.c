@@ -99,6 +99,7 @@ static uint32_t id_of(struct hmap *ids, uint64_t key)
 
 struct pprof {
 	const struct session *s;
+	const struct pprof_opts *o;
 	struct strtab strs;
 	struct pb samples, mappings, locations, functions, msg, line;
 	struct hmap *location_ids;	/* image + 1 << 32 | frame (kernel: frame) -> id */
@@ -174,7 +175,7 @@ static uint32_t mapping_id(struct pprof *p, uint32_t image, size_t map)
 	pb_uint(&p->msg, MAPPING_FILENAME, str(p, file));
 	pb_uint(&p->msg, MAPPING_BUILD_ID, str(p, build_id));
 	/* every location carries its function: nothing for pprof to symbolize */
-	pb_uint(&p->msg, MAPPING_HAS_FUNCTIONS, 1);
+	pb_uint(&p->msg, MAPPING_HAS_FUNCTIONS, !p->o->no_symbolize);
 	pb_msg(&p->mappings, PROFILE_MAPPING, &p->msg);
 	if (hmap__set_u64(p->mapping_ids, key, id))
 		p->oom = true;
@@ -217,6 +218,7 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 	const struct session_frame *f = session__frame(p->s, frame);
 	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
+	bool named;
 	struct image_layout *l;
 	uint64_t addr = f->addr;
 	char buf[128];
@@ -237,14 +239,19 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 		if (map != SIZE_MAX)
 			map_id = mapping_id(p, image, map);
 	}
-	fn = function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file);
+	/* a user frame placed in a mapping is named by the server (its build ID and address) */
+	named = !p->o->no_symbolize || f->kernel || !map_id;
+	/* before the location's fields: a new function is built in the same buffer */
+	fn = named ? function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file) : 0;
 	id = ++p->nlocations;
 	pb_uint(&p->msg, LOCATION_ID, id);
 	pb_uint(&p->msg, LOCATION_MAPPING_ID, map_id);
 	pb_uint(&p->msg, LOCATION_ADDRESS, addr);
-	pb_uint(&p->line, LINE_FUNCTION_ID, fn);
-	pb_uint(&p->line, LINE_LINE, f->line);
-	pb_msg(&p->msg, LOCATION_LINE, &p->line);
+	if (named) {
+		pb_uint(&p->line, LINE_FUNCTION_ID, fn);
+		pb_uint(&p->line, LINE_LINE, f->line);
+		pb_msg(&p->msg, LOCATION_LINE, &p->line);
+	}
 	pb_msg(&p->locations, PROFILE_LOCATION, &p->msg);
 	if (hmap__set_u64(p->location_ids, key, id))
 		p->oom = true;
@@ -296,7 +303,8 @@ static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_
 	ids->len = 0;
 	label(p, sample, "pid", NULL, sm->pid);
 	label(p, sample, "tid", NULL, sm->tid);
-	label(p, sample, "thread", sm->comm ? sm->comm : "", 0);
+	if (!p->o->no_thread_label)
+		label(p, sample, "thread", sm->comm ? sm->comm : "", 0);
 	pb_msg(&p->samples, PROFILE_SAMPLE, sample);
 }
 
@@ -349,8 +357,9 @@ static void put_profile(struct pprof *p, struct pb *prof)
 	uint64_t period = meta->freq_hz ? 1000000000u / meta->freq_hz : 1;
 	bool wall = meta->flags & PROFILE_F_WALL_NS;
 	const char *type = wall ? "wall" : "cpu";
-	size_t n = session__nsamples(p->s);
-	size_t *order = calloc(n + 1, sizeof(*order));
+	size_t all = session__nsamples(p->s), n = 0;
+	size_t *order = calloc(all + 1, sizeof(*order));
+	uint64_t first = UINT64_MAX, last = 0;
 	struct pb ids = { 0 }, sample = { 0 };
 
 	if (!order) {
@@ -365,12 +374,20 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		value_type(p, prof, PROFILE_SAMPLE_TYPE, "samples", "count");
 		value_type(p, prof, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
 	}
+	for (size_t i = 0; i < all; i++) {
+		const struct session_sample *sm = session__sample(p->s, i);
+
+		if (p->o->keep && !p->o->keep(p->o->keep_ctx, p->s, i))
+			continue;
+		order[n++] = i;
+		first = sm->time_ns < first ? sm->time_ns : first;
+		last = sm->time_ns > last ? sm->time_ns : last;
+	}
 	/* mapping[0] is the main binary, by pprof's convention: the first sampled process's */
 	for (size_t i = 0; i < n && !p->nmappings; i++)
-		if (!i || session__sample(p->s, i)->image != session__sample(p->s, i - 1)->image)
-			main_mapping(p, session__sample(p->s, i)->image);
-	for (size_t i = 0; i < n; i++)
-		order[i] = i;
+		if (!i || session__sample(p->s, order[i])->image !=
+			  session__sample(p->s, order[i - 1])->image)
+			main_mapping(p, session__sample(p->s, order[i])->image);
 	qsort_r(order, n, sizeof(*order), cmp_samples, (void *)p->s);
 	for (size_t i = 0, j; i < n; i = j) {
 		uint64_t weight = 0;
@@ -395,9 +412,17 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		str(p, meta->cmdline);
 	for (size_t i = 0; i < p->strs.count; i++)
 		pb_bytes(prof, PROFILE_STRING_TABLE, p->strs.strs[i], strlen(p->strs.strs[i]));
-	pb_uint(prof, PROFILE_TIME_NANOS,
-		tot->samples ? tot->first_ns + meta->clock_offset_ns : meta->created_ns);
-	pb_uint(prof, PROFILE_DURATION_NANOS, tot->last_ns - tot->first_ns);
+	if (p->o->time_ns) {
+		pb_uint(prof, PROFILE_TIME_NANOS, p->o->time_ns);
+		pb_uint(prof, PROFILE_DURATION_NANOS, p->o->duration_ns);
+	} else if (p->o->keep) {
+		pb_uint(prof, PROFILE_TIME_NANOS, n ? first + meta->clock_offset_ns : meta->created_ns);
+		pb_uint(prof, PROFILE_DURATION_NANOS, n ? last - first : 0);
+	} else {
+		pb_uint(prof, PROFILE_TIME_NANOS,
+			tot->samples ? tot->first_ns + meta->clock_offset_ns : meta->created_ns);
+		pb_uint(prof, PROFILE_DURATION_NANOS, tot->last_ns - tot->first_ns);
+	}
 	/* the string table is complete: these two name strings it already holds */
 	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, type));
 	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, "nanoseconds"));
@@ -414,7 +439,14 @@ static void put_profile(struct pprof *p, struct pb *prof)
 
 int export_pprof(const struct session *s, FILE *out)
 {
-	struct pprof p = { .s = s };
+	static const struct pprof_opts all = { 0 };
+
+	return export_pprof_opts(s, out, &all);
+}
+
+int export_pprof_opts(const struct session *s, FILE *out, const struct pprof_opts *o)
+{
+	struct pprof p = { .s = s, .o = o };
 	struct pb prof = { 0 };
 	int err = -ENOMEM;
 

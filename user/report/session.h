@@ -49,6 +49,7 @@ struct session_image {
 	uint32_t pid, ppid;
 	const char *comm;
 	const char *exe;
+	const char *cgroup;	/* its cgroup's path, "" when not recorded */
 	struct session_map *maps;	/* sorted by start */
 	size_t nmaps, maps_cap;
 };

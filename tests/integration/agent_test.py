@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""`sfprof agent` (issue 14) against a receiver on 127.0.0.1 and go tool pprof.
+
+The receiver (agent_receiver.py, Python's http.server) stores every push.
+agent_work (tests/progs, built here with -Wa,--gsframe) spins in
+agent_leaf <- agent_mid <- main.
+
+  windows     --output-dir and --push together, 2 s windows: every payload
+              reads in `go tool pprof -raw`; the pushed windows tile time (each
+              until is the next from) and are the windows written; the samples
+              of all payloads add up to what the agent says it wrote, and each
+              window's payloads to its file's samples (sfprof dump); agent_work
+              is its own service (exe label) with symbolized, complete chains;
+              tenant and bearer token arrive as headers; --keep-count 3 leaves
+              the newest three windows and no .tmp.
+  down        the receiver down for the first 6 s, then up, the agent stopped
+              by SIGTERM at 11 s: every window arrives, the last one (flushed at
+              SIGTERM) too, tiling time, and the agent says tries failed.
+  spool       the receiver never up, --spool-size 24K: payloads are dropped
+              oldest first and counted, the spool stays within its bound and
+              keeps the newest; a second run pushes what the first left.
+  containers  two agent_work processes in two cgroups made here under the
+              cgroup2 tree (a docker and a containerd scope, 64-hex IDs), one
+              in its own PID and mount namespaces (unshare -p -m --fork): two
+              services named from their container IDs, container_id labels
+              right, complete symbolized chains in each.
+  flight      `record --flight-recorder 2`: SIGUSR2 writes the last 2 s of
+              samples and nothing older (a program that changes its leaf
+              function every second says which second a sample is from).
+
+Each check is also run on a deliberately damaged input (a window left out, a
+payload left out, the other container's ID, an older second) and must fail.
+
+Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no go, no cgroup2 tree).
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_oracle  # noqa: E402
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHAIN = ['agent_leaf', 'agent_mid', 'main']
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg=''):
+    print(msg, flush=True)
+
+
+def run(cmd, check=True, timeout=120, **kw):
+    log('$ ' + ' '.join(str(c) for c in cmd))
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, errors='replace', timeout=timeout, **kw)
+    for text in (p.stdout, p.stderr):
+        if text.strip():
+            log(text.rstrip('\n')[-4000:])
+    if check and p.returncode != 0:
+        raise Failure(f'{os.path.basename(str(cmd[0]))} exited with {p.returncode}')
+    return p
+
+
+def must_fail(what, fn, *args):
+    """A check run on damaged input: it must find the damage, or it cannot fail."""
+    try:
+        fn(*args)
+    except Failure as e:
+        log(f'ok: {what} is caught ({str(e)[:120]})')
+        return
+    raise Failure(f'the check cannot fail: {what} went unnoticed')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Receiver:
+    def __init__(self, port, out):
+        self.port, self.out, self.proc = port, out, None
+
+    def start(self):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, 'agent_receiver.py'),
+                                      str(self.port), self.out], stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != 'ready':
+            raise Failure('the receiver did not start')
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+    def pushes(self):
+        got = []
+        for name in sorted(os.listdir(self.out)):
+            if name.endswith('.json'):
+                base = os.path.join(self.out, name[:-5])
+                with open(base + '.json') as f:
+                    meta = json.load(f)
+                got.append((meta, base + '.bin'))
+        return got
+
+
+class Ctx:
+    def __init__(self, args):
+        self.sfprof = os.path.abspath(args.sfprof)
+        self.progs = os.path.abspath(args.progs)
+        self.work = os.path.abspath(args.workdir)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.procs = []
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def build_work(self, name='agent_work'):
+        out = self.path(name)
+        run(['gcc', '-O2', '-fomit-frame-pointer', '-Wa,--gsframe', '-o', out,
+             os.path.join(self.progs, 'agent_work.c')])
+        return out
+
+    def spawn(self, cmd, **kw):
+        p = subprocess.Popen([str(c) for c in cmd], **kw)
+        self.procs.append(p)
+        return p
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+
+
+def agent(ctx, args, timeout=60):
+    p = run([ctx.sfprof, 'agent', *args], check=False, timeout=timeout)
+    if p.returncode != 0:
+        raise Failure(f'sfprof agent exited with {p.returncode}')
+    m = re.search(r'(\d+) windows written \((\d+) not\), (\d+) samples in them', p.stderr)
+    if not m:
+        raise Failure('the agent printed no summary')
+    s = {'windows': int(m[1]), 'failed': int(m[2]), 'samples': int(m[3]), 'stderr': p.stderr}
+    m = re.search(r'push: (\d+) windows made into (\d+) payloads, (\d+) pushed, (\d+) tries '
+                  r'failed, (\d+) refused, (\d+) dropped at the spool bound, (\d+) unreadable '
+                  r'windows; (\d+) payloads', p.stderr)
+    if m:
+        s.update(zip(['pw', 'payloads', 'pushed', 'failures', 'refused', 'dropped', 'bad',
+                      'spooled'], map(int, m.groups())))
+    return s
+
+
+def pprof_raw(path):
+    """go tool pprof -raw: (samples [(count, [location names leaf first])], mapping lines)."""
+    p = subprocess.run(['go', 'tool', 'pprof', '-raw', path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    if p.returncode or 'malformed' in p.stderr:
+        raise Failure(f'go tool pprof -raw {path}: {p.stderr.strip()[:300]}')
+    samples, locs, maps, part = [], {}, [], None
+    for line in p.stdout.splitlines():
+        if line.startswith(('Samples:', 'Locations', 'Mappings')):
+            part = line.split()[0].rstrip(':')
+            continue
+        if part == 'Samples':
+            m = re.match(r'\s+(\d+)\s+\d+: ([\d ]+)$', line)
+            if m:
+                samples.append((int(m[1]), [int(x) for x in m[2].split()]))
+        elif part == 'Locations':
+            m = re.match(r'\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) \S*:\d+ s=\d+', line)
+            if m:
+                locs[int(m[1])] = m[2].strip()
+            m2 = re.match(r'\s+(\d+): 0x[0-9a-f]+ M=\d+\s*$', line)
+            if m2:
+                locs[int(m2[1])] = ''
+        elif part == 'Mappings':
+            maps.append(line)
+    return [(c, [locs.get(i, '?') for i in ids]) for c, ids in samples], maps
+
+
+def spans_of(pushes):
+    return sorted({(int(m['query']['from'][0]), int(m['query']['until'][0])) for m, _ in pushes})
+
+
+def check_tiling(spans, n):
+    if len(spans) != n:
+        raise Failure(f'{len(spans)} windows pushed, {n} written')
+    for (f1, u1), (f2, u2) in zip(spans, spans[1:]):
+        if u1 != f2:
+            raise Failure(f'windows [{f1}, {u1}) and [{f2}, {u2}) leave a gap or overlap')
+    for f, u in spans:
+        if u <= f:
+            raise Failure(f'window [{f}, {u}) is empty')
+
+
+def count(pushes):
+    total = 0
+    for _, path in pushes:
+        total += sum(c for c, _ in pprof_raw(path)[0])
+    return total
+
+
+def check_total(pushes, want):
+    got = count(pushes)
+    if got != want:
+        raise Failure(f'the payloads hold {got} samples, the agent says it wrote {want}')
+
+
+def has_chain(pushes, chain=CHAIN):
+    """Samples whose frames start with @chain (leaf first), and all samples, of @pushes."""
+    hits = total = 0
+    for _, path in pushes:
+        for c, frames in pprof_raw(path)[0]:
+            total += c
+            if frames[:len(chain)] == chain:
+                hits += c
+    return hits, total
+
+
+def check_chain(pushes, what, chain=CHAIN):
+    hits, total = has_chain(pushes, chain)
+    if hits < 5:
+        seen = {}
+        for _, path in pushes:
+            for c, frames in pprof_raw(path)[0]:
+                key = ' <- '.join(frames[:6])
+                seen[key] = seen.get(key, 0) + c
+        common = sorted(seen.items(), key=lambda kv: -kv[1])[:3]
+        raise Failure(f'{what}: {hits} of {total} samples have the chain {" <- ".join(chain)}; '
+                      f'the most common: {common}')
+    log(f'ok: {what}: {hits} of {total} samples have the complete, symbolized chain')
+
+
+def service(meta):
+    return meta['query']['name'][0]
+
+
+def preconditions():
+    if os.geteuid() != 0:
+        log('SKIP: sfprof agent needs root (CAP_BPF and CAP_PERFMON)')
+        sys.exit(SKIP)
+    if not os.access('/sys/kernel/btf/vmlinux', os.R_OK):
+        log('SKIP: this kernel has no BTF')
+        sys.exit(SKIP)
+    for tool in ('gcc', 'go'):
+        if not shutil.which(tool):
+            log(f'SKIP: {tool} not found (go tool pprof is the oracle)')
+            sys.exit(SKIP)
+
+
+def case_windows(ctx):
+    work = ctx.build_work()
+    rcv = Receiver(free_port(), ctx.path('received'))
+    rcv.start()
+    token = secrets.token_hex(16)
+    with open(ctx.path('token'), 'w') as f:
+        f.write(token + '\n')
+    os.chmod(ctx.path('token'), 0o600)
+    try:
+        ctx.spawn([work, '9'])
+        out = ctx.path('out')
+        s = agent(ctx, ['--output-dir', out, '--push', f'http://127.0.0.1:{rcv.port}',
+                        '--spool-dir', ctx.path('spool'), '--window', '2', '-d', '8', '-F', '99',
+                        '--keep-count', '3', '--max-memory', '128M', '--tenant', 'team-a',
+                        '--bearer-token-file', ctx.path('token')])
+    finally:
+        rcv.stop()
+    pushes = rcv.pushes()
+    if s['failed'] or s['windows'] < 4:
+        raise Failure(f'{s["windows"]} windows written, {s["failed"]} not')
+    if s['pushed'] != s['payloads'] or s['spooled'] or s['pushed'] != len(pushes):
+        raise Failure(f'{s["payloads"]} payloads, {s["pushed"]} pushed, {len(pushes)} received')
+    spans = spans_of(pushes)
+    check_tiling(spans, s['windows'])
+    must_fail('a window left out', check_tiling, spans[:1] + spans[2:], s['windows'] - 1)
+    check_total(pushes, s['samples'])
+    must_fail('a payload left out', check_total, pushes[1:], s['samples'])
+    # each window's file against its payloads (the three kept)
+    kept = sorted(n for n in os.listdir(out))
+    if any(n.endswith('.tmp') or n.startswith('.') for n in kept):
+        raise Failure(f'unfinished windows left in {out}: {kept}')
+    if len(kept) != 3 or kept != [f'window-{f:010d}-{u:010d}.sfprof' for f, u in spans[-3:]]:
+        raise Failure(f'--keep-count 3 kept {kept}, not the newest three of {spans}')
+    for name in kept:
+        f, u = map(int, re.findall(r'\d+', name))
+        prof = profile_oracle.load_profile(ctx.sfprof, os.path.join(out, name))
+        in_file = sum(x.weight for x in prof.samples)
+        in_push = count([p for p in pushes if spans_of([p]) == [(f, u)]])
+        if in_file != in_push:
+            raise Failure(f'{name}: {in_file} samples, its payloads {in_push}')
+    mine = [p for p in pushes if service(p[0]).startswith('agent_work{')]
+    if not mine or f'exe={work}' not in service(mine[0][0]):
+        raise Failure(f'no service agent_work with exe={work}: {sorted({service(m) for m, _ in pushes})}')
+    check_chain(mine, 'agent_work')
+    must_fail('another leaf', check_chain, mine, 'agent_work', ['agent_mid', 'agent_leaf', 'main'])
+    for meta, _ in pushes:
+        q = meta['query']
+        if q['format'] != ['pprof'] or q['sampleRate'] != ['99'] or 'host=' not in service(meta):
+            raise Failure(f'query {q}')
+        if meta['tenant'] != 'team-a' or meta['authorization'] != f'Bearer {token}':
+            raise Failure(f'headers: tenant {meta["tenant"]}, authorization {meta["authorization"]}')
+    if token in s['stderr']:
+        raise Failure('the token was printed')
+
+
+def case_down(ctx):
+    work = ctx.build_work()
+    rcv = Receiver(free_port(), ctx.path('received'))
+    ctx.spawn([work, '12'])
+    a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
+                   ctx.path('spool'), '--window', '1', '--max-backoff', '2',
+                   '--flush-timeout', '15'], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(6)
+        rcv.start()
+        time.sleep(5)
+        # SIGTERM: the window being recorded is flushed and pushed too
+        a.send_signal(signal.SIGTERM)
+        _, err = a.communicate(timeout=60)
+    finally:
+        rcv.stop()
+    log(err)
+    if a.returncode:
+        raise Failure(f'sfprof agent exited with {a.returncode}')
+    n = int(re.search(r'(\d+) windows written', err)[1])
+    m = re.search(r'(\d+) payloads, (\d+) pushed, (\d+) tries failed', err)
+    payloads, pushed, failures = map(int, m.groups())
+    if not failures:
+        raise Failure('no try failed: the receiver was not down')
+    pushes = rcv.pushes()
+    if pushed != payloads or len(pushes) != payloads:
+        raise Failure(f'{payloads} payloads, {pushed} pushed, {len(pushes)} received')
+    spans = spans_of(pushes)
+    check_tiling(spans, n)
+    must_fail('a window lost while down', check_tiling, spans[1:], n)
+    total = int(re.search(r'(\d+) samples in them', err)[1])
+    check_total(pushes, total)
+
+
+def spool_files(spool):
+    return sorted(n for n in os.listdir(spool) if n.endswith('.push'))
+
+
+def case_spool(ctx):
+    work = ctx.build_work()
+    spool = ctx.path('spool')
+    port = free_port()
+    ctx.spawn([work, '8'])
+    bound = 24 * 1024
+    s = agent(ctx, ['--push', f'http://127.0.0.1:{port}', '--spool-dir', spool, '--window', '1',
+                    '-d', '7', '-F', '199', '--spool-size', str(bound), '--flush-timeout', '0'])
+    left = spool_files(spool)
+    size = sum(os.path.getsize(os.path.join(spool, n)) for n in left)
+    log(f'spool: {len(left)} payloads, {size} bytes; {s["dropped"]} dropped')
+    if not s['dropped'] or size > bound or s['spooled'] != len(left):
+        raise Failure(f'spool bound {bound}: {size} bytes held, {s["dropped"]} dropped')
+    if s['dropped'] + len(left) != s['payloads']:
+        raise Failure(f'{s["payloads"]} payloads: {s["dropped"]} dropped + {len(left)} held')
+    newest = max(int(n[:10]) for n in left)
+    if newest < int(time.time()) - 3:
+        raise Failure('the spool did not keep the newest payloads')
+    # the next run pushes what this one left
+    rcv = Receiver(port, ctx.path('received'))
+    rcv.start()
+    try:
+        agent(ctx, ['--push', f'http://127.0.0.1:{port}', '--spool-dir', spool, '--window', '1',
+                    '-d', '1'])
+    finally:
+        rcv.stop()
+    got = {int(m['query']['until'][0]) for m, _ in rcv.pushes()}
+    held = {int(n[:10]) for n in left}
+    if not held <= got or spool_files(spool):
+        raise Failure(f'left by the first run: {sorted(held)}; pushed by the second: {sorted(got)}')
+
+
+def case_containers(ctx):
+    root = '/sys/fs/cgroup/unified'
+    if not os.path.exists(os.path.join(root, 'cgroup.procs')):
+        root = '/sys/fs/cgroup'
+    if not os.path.exists(os.path.join(root, 'cgroup.procs')) or not shutil.which('unshare'):
+        log('SKIP: no writable cgroup2 tree or no unshare')
+        sys.exit(SKIP)
+    work = ctx.build_work()
+    ids = [secrets.token_hex(32), secrets.token_hex(32)]
+    top = os.path.join(root, f'sfprof-agent-test-{os.getpid()}')
+    groups = [os.path.join(top, f'docker-{ids[0]}.scope'),
+              os.path.join(top, f'cri-containerd-{ids[1]}.scope')]
+    try:
+        for g in groups:
+            os.makedirs(g)
+    except OSError as e:
+        log(f'SKIP: cannot make cgroups under {root}: {e}')
+        sys.exit(SKIP)
+    rcv = Receiver(free_port(), ctx.path('received'))
+    rcv.start()
+    try:
+        # the tables' bound of the default --max-memory (12 MiB) is filled by cc1 and
+        # libLLVM when other builds run beside the test: agent_work's table would then be
+        # refused and its frames walked by frame pointers (README, Missing)
+        a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}',
+                       '--spool-dir', ctx.path('spool'), '--window', '2', '-d', '8', '-F', '99',
+                       '--max-memory', '128M'],
+                      stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        ctx.spawn(['sh', '-c', f'echo $$ > {groups[0]}/cgroup.procs && exec {work} 5'])
+        ctx.spawn(['unshare', '-p', '-m', '--fork', 'sh', '-c',
+                   f'echo $$ > {groups[1]}/cgroup.procs && exec {work} 5'])
+        _, err = a.communicate(timeout=60)
+        log(err)
+    finally:
+        rcv.stop()
+        ctx.cleanup()
+        for g in groups + [top]:
+            try:
+                os.rmdir(g)
+            except OSError:
+                pass
+    pushes = rcv.pushes()
+    names = sorted({service(m) for m, _ in pushes})
+    log('services: ' + ', '.join(names))
+
+    def check(want):
+        for runtime, cid in want:
+            mine = [p for p in pushes if service(p[0]).startswith(f'{runtime}-{cid[:12]}{{')]
+            if not mine or f'container_id={cid}' not in service(mine[0][0]):
+                raise Failure(f'no service {runtime}-{cid[:12]} with container_id={cid}')
+            check_chain(mine, f'{runtime}-{cid[:12]}')
+    check([('docker', ids[0]), ('containerd', ids[1])])
+    must_fail('the other container\'s ID', check, [('docker', ids[1])])
+
+
+def check_last(prof, t, secs, what):
+    """Samples of @prof lie in [t - secs, t] (ns), and reach back near t - secs."""
+    times = [s.time for s in prof.samples]
+    if len(times) < 50:
+        raise Failure(f'{what}: {len(times)} samples')
+    old = [x for x in times if x < t - secs * 1e9 - 20e6]
+    if old:
+        raise Failure(f'{what}: {len(old)} of {len(times)} samples older than {secs} s before '
+                      f'SIGUSR2 (the oldest {(t - min(times)) / 1e9:.3f} s before)')
+    if min(times) > t - (secs - 0.3) * 1e9 or max(times) > t + 0.2e9:
+        raise Failure(f'{what}: samples from {(t - min(times)) / 1e9:.3f} s to '
+                      f'{(t - max(times)) / 1e9:.3f} s before SIGUSR2, not the last {secs} s')
+    log(f'ok: {what}: {len(times)} samples, {(t - min(times)) / 1e9:.3f} to '
+        f'{(t - max(times)) / 1e9:.3f} s before SIGUSR2')
+
+
+def case_flight(ctx):
+    work = ctx.build_work()
+    out = ctx.path('flight.data')
+    rec = ctx.spawn([ctx.sfprof, 'record', '--flight-recorder', '2', '-F', '499', '-o', out,
+                     '--', work, '6'], stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    t = time.monotonic_ns()     # CLOCK_MONOTONIC, the samples' clock
+    rec.send_signal(signal.SIGUSR2)
+    _, err = rec.communicate(timeout=60)
+    log(err)
+    if rec.returncode:
+        raise Failure(f'sfprof record exited with {rec.returncode}')
+    dumps = [n for n in os.listdir(ctx.work) if n.startswith('flight.data.') and
+             not n.endswith('.old')]
+    if len(dumps) != 1:
+        raise Failure(f'SIGUSR2 wrote {dumps}')
+    prof = profile_oracle.load_profile(ctx.sfprof, ctx.path(dumps[0]))
+    check_last(prof, t, 2, 'SIGUSR2')
+    must_fail('samples older than asked', check_last, prof, t, 1, 'SIGUSR2 against 1 s')
+    # its stacks are whole: the known chain, symbolized by the report's own reading
+    p = run([ctx.sfprof, 'report', '-i', ctx.path(dumps[0]), '--stdio', '--sort', 'sym'])
+    if 'agent_leaf' not in p.stdout:
+        raise Failure('the dump has no agent_leaf')
+    # at the end: the last 2 s before the command exited
+    end = profile_oracle.load_profile(ctx.sfprof, out)
+    last = max(s.time for s in end.samples)
+    check_last(end, last, 2, 'at exit')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--sfprof', required=True)
+    ap.add_argument('--progs', required=True)
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--case', required=True)
+    args = ap.parse_args()
+    preconditions()
+    ctx = Ctx(args)
+    cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
+             'containers': case_containers, 'flight': case_flight}
+    try:
+        cases[args.case](ctx)
+    except Failure as e:
+        log(f'FAIL: {e}')
+        return 1
+    finally:
+        ctx.cleanup()
+    log('PASS')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

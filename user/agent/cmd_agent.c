@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof agent: the whole system sampled until stopped, cut into windows, each a whole profile, kept and/or pushed. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buildid/buildid_keeper.h"
+#include "buildid/buildid_record.h"
+#include "cmds.h"
+#include "outdir.h"
+#include "push.h"
+#include "record/pipeline.h"
+#include "record/sampler.h"
+#include "record/sizes.h"
+#include "util/text.h"
+
+/*
+ * 19 Hz: a low rate keeps the agent's cost near nothing (38 samples/s on
+ * two CPUs), and a prime keeps it out of step with the periodic work of the
+ * programs sampled (timers at 10, 50, 100 Hz), which a round rate would
+ * see always or never; Parca Agent chose 19 for the same reason.
+ */
+#define DEFAULT_FREQ		19
+#define DEFAULT_WINDOW		10
+#define DEFAULT_STACK		65536
+#define MAX_DEPTH		128
+/* See usage: what a month of running needs, not what a burst of recording wants. */
+#define DEFAULT_MAX_MEMORY	(48ull << 20)
+#define MIN_MAX_MEMORY		(16ull << 20)
+#define DEFAULT_SPOOL_DIR	"/var/spool/sfprof"
+#define DEFAULT_SPOOL_BYTES	(256ull << 20)
+#define DEFAULT_KEEP_BYTES	(1ull << 30)
+#define DEFAULT_KEEP_AGE	86400
+#define DEFAULT_BUILDID_BYTES	(1ull << 30)
+/* Samples this late after a window's end still go to it: the ring hands over within ms. */
+#define CUT_GRACE_NS		300000000ull
+
+static const char usage[] =
+	"usage: sfprof agent [--window SECS] [-F HZ] [--output-dir DIR] [--push URL]\n"
+	"                    [--group-by container|exe|comm] [--no-symbolize] ...\n"
+	"\n"
+	"Sample every process of the system until stopped (SIGTERM, SIGINT), cut into\n"
+	"windows, each a whole profile, written to --output-dir and/or pushed to a\n"
+	"profile server (Grafana Pyroscope's /ingest, one series per service).\n"
+	"\n"
+	"  -F, --freq HZ          samples per second on each CPU (default 19: cheap, and\n"
+	"                         a prime, out of step with programs' periodic work)\n"
+	"      --window SECS      the windows' length (default 10); they start at\n"
+	"                         multiples of SECS of the clock and tile time\n"
+	"  -d, --duration SECS    stop after SECS seconds\n"
+	"      --output-dir DIR   keep each window as DIR/window-FROM-UNTIL.sfprof (Unix\n"
+	"                         seconds), written aside and renamed when whole\n"
+	"      --keep-count N     ... at most N windows there (default: no bound)\n"
+	"      --keep-bytes SIZE  ... at most SIZE bytes of them (default 1G)\n"
+	"      --keep-age SECS    ... none that ended more than SECS ago (default 86400);\n"
+	"                         the oldest go first, the newest always stays\n"
+	"      --push URL         push each window to this server (http or https; its\n"
+	"                         /ingest unless URL has a path): a gzipped pprof per\n"
+	"                         service, name=SERVICE{host=...,container_id=...,exe=...}\n"
+	"      --group-by KEY     the service of a process: container (the default: its\n"
+	"                         container's ID from its cgroup, docker, containerd,\n"
+	"                         cri-o, podman, a Kubernetes pod's UID; a process in\n"
+	"                         none by its executable), exe, or comm\n"
+	"      --no-symbolize     push user frames as addresses in mappings with build IDs,\n"
+	"                         for servers that symbolize themselves (Parca)\n"
+	"      --tenant ID        send X-Scope-OrgID: ID (a multi-tenant Pyroscope)\n"
+	"      --bearer-token-file FILE  send Authorization: Bearer with FILE's first line\n"
+	"      --basic-auth-file FILE    basic authentication, FILE's first line USER:PASSWORD\n"
+	"                         (secrets come from files, never from the command line,\n"
+	"                         which every user can read in /proc)\n"
+	"      --spool-dir DIR    payloads not pushed yet (default " DEFAULT_SPOOL_DIR "):\n"
+	"                         a server slow or down loses nothing; they are tried again\n"
+	"                         with backoff (1 s doubling to --max-backoff, less a\n"
+	"                         random part of up to half), and\n"
+	"                         the next run pushes what a run left\n"
+	"      --spool-size SIZE  bound on the spool (default 256M): past it the oldest\n"
+	"                         payloads are dropped, and counted\n"
+	"      --flush-timeout SECS  at stop, how long to go on pushing (default 5)\n"
+	"      --max-backoff SECS the longest wait between two tries (default 60)\n"
+	"      --max-memory SIZE  bound on the record path (default 48M, at least 16M):\n"
+	"                         the sample ring 1/8 (at least 4M), queues 3/8 (touched\n"
+	"                         as used), the stack index 1/16, unwind tables 1/4\n"
+	"      --unwind-threads N threads that unwind (default 1: at 19 Hz one thread is\n"
+	"                         idle most of the time, and each holds a process table)\n"
+	"      --no-buildid-cache don't keep the binaries sampled processes map, by which\n"
+	"                         a short-lived program is named after its file is gone\n"
+	"      --buildid-cache-size SIZE  bound on that cache (default 1G)\n"
+	"\n"
+	"SIGHUP reopens the output directory (made again if it was moved away). Needs\n"
+	"root, or CAP_BPF, CAP_PERFMON and the right to read every process.\n";
+
+static volatile sig_atomic_t stop_signal, hup_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	hup_signal = 1;
+}
+
+struct agent {
+	/* options */
+	unsigned window;
+	uint32_t freq;
+	double duration;
+	const char *output_dir;
+	struct retention keep;
+	struct push_opts push;
+	char *token, *basic;		/* read from their files */
+	uint64_t max_memory;
+	unsigned workers;
+	bool no_buildid_cache;
+	uint64_t buildid_bytes;
+	/* state */
+	struct utsname uts;
+	char win_dir[4096];		/* where windows are written: the output or spool's windows dir */
+	int dirfd;			/* that directory, reopened on SIGHUP */
+	struct sampler *sampler;
+	struct pipeline *pipeline;
+	pthread_mutex_t wlock;
+	struct buildid_keeper *buildid;
+	struct pusher *pusher;
+	uint64_t clock_offset;		/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns, at start */
+	/* the current window */
+	struct profile_writer *w;
+	int w_dirfd;			/* the directory it is written in (a dup) */
+	char w_tmp[64];			/* its name there until whole */
+	uint64_t from, until;		/* Unix seconds */
+	uint64_t cut_mono;		/* until, on CLOCK_MONOTONIC */
+	/* totals */
+	uint64_t lost_seen, lost_written;
+	uint64_t windows, samples, failed_windows, lost_total;
+	int err;			/* stops the agent */
+};
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* The first line of a secret's file: said as an error if it cannot be read or is open to others. */
+static char *read_secret(const char *path, const char *opt)
+{
+	char line[4096];
+	struct stat st;
+	FILE *f = fopen(path, "re");
+	char *s;
+
+	if (!f) {
+		fprintf(stderr, "sfprof agent: %s %s: %s\n", opt, path, strerror(errno));
+		return NULL;
+	}
+	if (!fstat(fileno(f), &st) && (st.st_mode & 077))
+		fprintf(stderr, "sfprof agent: %s %s: readable by others (mode %03o): keep it 0600\n",
+			opt, path, st.st_mode & 0777);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!line[0]) {
+		fprintf(stderr, "sfprof agent: %s %s: empty\n", opt, path);
+		return NULL;
+	}
+	s = strdup(line);
+	explicit_bzero(line, sizeof(line));
+	return s;
+}
+
+static int parse_uint(const char *arg, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(arg, &end, 10);
+	if (end == arg || *end || errno || arg[0] == '-' || x < min || x > max)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+enum {
+	OPT_WINDOW = 0x3000, OPT_OUTPUT_DIR, OPT_KEEP_COUNT, OPT_KEEP_BYTES, OPT_KEEP_AGE,
+	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
+	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
+	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF,
+};
+
+/* @return 0, 1 for --help, or 2 (said). */
+static int parse_args(struct agent *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+		{ "keep-count", required_argument, NULL, OPT_KEEP_COUNT },
+		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
+		{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
+		{ "push", required_argument, NULL, OPT_PUSH },
+		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+		{ "no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE },
+		{ "tenant", required_argument, NULL, OPT_TENANT },
+		{ "bearer-token-file", required_argument, NULL, OPT_BEARER },
+		{ "basic-auth-file", required_argument, NULL, OPT_BASIC },
+		{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
+		{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
+		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
+		{ "max-backoff", required_argument, NULL, OPT_MAX_BACKOFF },
+		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+		{ "unwind-threads", required_argument, NULL, OPT_THREADS },
+		{ "no-buildid-cache", no_argument, NULL, OPT_NO_BUILDID },
+		{ "buildid-cache-size", required_argument, NULL, OPT_BUILDID_SIZE },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *bearer_file = NULL, *basic_file = NULL;
+	uint64_t v;
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "F:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (parse_uint(optarg, 1, 100000, &v)) {
+				fprintf(stderr, "sfprof agent: -F takes a frequency from 1 to 100000 Hz\n");
+				return 2;
+			}
+			a->freq = v;
+			break;
+		case 'd':
+			a->duration = strtod(optarg, &end);
+			if (*end || end == optarg || !(a->duration > 0)) {
+				fprintf(stderr, "sfprof agent: --duration takes a positive number of seconds\n");
+				return 2;
+			}
+			break;
+		case OPT_WINDOW:
+			if (parse_uint(optarg, 1, 3600, &v)) {
+				fprintf(stderr, "sfprof agent: --window takes whole seconds, 1 to 3600\n");
+				return 2;
+			}
+			a->window = v;
+			break;
+		case OPT_OUTPUT_DIR:
+			a->output_dir = optarg;
+			break;
+		case OPT_KEEP_COUNT:
+			if (parse_uint(optarg, 1, UINT64_MAX, &a->keep.count)) {
+				fprintf(stderr, "sfprof agent: --keep-count takes a number of windows, at least 1\n");
+				return 2;
+			}
+			break;
+		case OPT_KEEP_BYTES:
+			if (parse_size(optarg, &a->keep.bytes)) {
+				fprintf(stderr, "sfprof agent: --keep-bytes takes a size (K, M, G suffixes)\n");
+				return 2;
+			}
+			break;
+		case OPT_KEEP_AGE:
+			if (parse_uint(optarg, 1, UINT64_MAX / 2, &a->keep.age_secs)) {
+				fprintf(stderr, "sfprof agent: --keep-age takes seconds, at least 1\n");
+				return 2;
+			}
+			break;
+		case OPT_PUSH:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
+				fprintf(stderr, "sfprof agent: --push takes an http:// or https:// URL\n");
+				return 2;
+			}
+			a->push.url = optarg;
+			break;
+		case OPT_GROUP_BY:
+			if (!strcmp(optarg, "container"))
+				a->push.group_by = GROUP_CONTAINER;
+			else if (!strcmp(optarg, "exe"))
+				a->push.group_by = GROUP_EXE;
+			else if (!strcmp(optarg, "comm"))
+				a->push.group_by = GROUP_COMM;
+			else {
+				fprintf(stderr, "sfprof agent: --group-by takes container, exe or comm\n");
+				return 2;
+			}
+			break;
+		case OPT_NO_SYMBOLIZE:
+			a->push.no_symbolize = true;
+			break;
+		case OPT_TENANT:
+			for (const char *s = optarg; *s; s++)
+				if ((unsigned char)*s < 0x21 || *s == 0x7f) {
+					fprintf(stderr, "sfprof agent: --tenant: no spaces or control characters\n");
+					return 2;
+				}
+			a->push.tenant = optarg;
+			break;
+		case OPT_BEARER:
+			bearer_file = optarg;
+			break;
+		case OPT_BASIC:
+			basic_file = optarg;
+			break;
+		case OPT_SPOOL_DIR:
+			a->push.spool_dir = optarg;
+			break;
+		case OPT_SPOOL_SIZE:
+			if (parse_size(optarg, &a->push.spool_bytes) || a->push.spool_bytes < 4096) {
+				fprintf(stderr, "sfprof agent: --spool-size takes a size of at least 4K\n");
+				return 2;
+			}
+			break;
+		case OPT_FLUSH:
+			a->push.flush_secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(a->push.flush_secs >= 0) || a->push.flush_secs > 3600) {
+				fprintf(stderr, "sfprof agent: --flush-timeout takes 0 to 3600 seconds\n");
+				return 2;
+			}
+			break;
+		case OPT_MAX_BACKOFF:
+			a->push.max_backoff_secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(a->push.max_backoff_secs >= 1) ||
+			    a->push.max_backoff_secs > 3600) {
+				fprintf(stderr, "sfprof agent: --max-backoff takes 1 to 3600 seconds\n");
+				return 2;
+			}
+			break;
+		case OPT_MAX_MEMORY:
+			if (parse_size(optarg, &a->max_memory) || a->max_memory < MIN_MAX_MEMORY) {
+				fprintf(stderr, "sfprof agent: --max-memory takes a size of at least 16M\n");
+				return 2;
+			}
+			break;
+		case OPT_THREADS:
+			if (parse_uint(optarg, 1, PIPELINE_MAX_WORKERS, &v)) {
+				fprintf(stderr, "sfprof agent: --unwind-threads takes 1 to %d\n",
+					PIPELINE_MAX_WORKERS);
+				return 2;
+			}
+			a->workers = v;
+			break;
+		case OPT_NO_BUILDID:
+			a->no_buildid_cache = true;
+			break;
+		case OPT_BUILDID_SIZE:
+			if (parse_size(optarg, &a->buildid_bytes)) {
+				fprintf(stderr, "sfprof agent: --buildid-cache-size takes a size\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sfprof agent: unexpected argument '%s': the agent samples the whole "
+			"system\n", argv[optind]);
+		return 2;
+	}
+	if (!a->output_dir && !a->push.url) {
+		fprintf(stderr, "sfprof agent: say where windows go: --output-dir DIR, --push URL, or "
+			"both\n\n%s", usage);
+		return 2;
+	}
+	if (!a->push.url && (bearer_file || basic_file || a->push.tenant || a->push.no_symbolize)) {
+		fprintf(stderr, "sfprof agent: --tenant, --no-symbolize and the authentication files "
+			"go with --push\n");
+		return 2;
+	}
+	if (bearer_file && basic_file) {
+		fprintf(stderr, "sfprof agent: --bearer-token-file or --basic-auth-file, not both\n");
+		return 2;
+	}
+	if (bearer_file && !(a->token = read_secret(bearer_file, "--bearer-token-file")))
+		return 2;
+	if (basic_file && !(a->basic = read_secret(basic_file, "--basic-auth-file")))
+		return 2;
+	if (a->basic && !strchr(a->basic, ':')) {
+		fprintf(stderr, "sfprof agent: --basic-auth-file %s: its line must be USER:PASSWORD\n",
+			basic_file);
+		return 2;
+	}
+	a->push.bearer_token = a->token;
+	a->push.basic_auth = a->basic;
+	return 0;
+}
+
+/* Open (make if need be) the directory windows are written in. @return its fd, or -errno (said). */
+static int open_dir(const char *dir)
+{
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "sfprof agent: %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "sfprof agent: %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	return fd;
+}
+
+/* A writer for the window starting at @from (Unix s): in the windows' directory under a .tmp name. NULL: said. */
+static struct profile_writer *open_window(struct agent *a, uint64_t from, int *dirfd, char *tmp,
+					  size_t tmplen)
+{
+	struct profile_diag diag = { "" };
+	struct profile_meta meta = {
+		.flags = PROFILE_F_SYSTEM_WIDE, .created_ns = now_ns(CLOCK_REALTIME),
+		.freq_hz = a->freq, .stack_size = DEFAULT_STACK,
+		.clock_offset_ns = a->clock_offset, .host = a->uts.nodename,
+		.release = a->uts.release, .machine = a->uts.machine, .cmdline = "sfprof agent",
+	};
+	struct profile_writer *w;
+	char path[128];
+
+	*dirfd = dup(a->dirfd);
+	if (*dirfd < 0) {
+		fprintf(stderr, "sfprof agent: %s\n", strerror(errno));
+		return NULL;
+	}
+	snprintf(tmp, tmplen, ".window-%010" PRIu64 ".tmp", from);
+	/* through the directory's descriptor: a directory moved since (SIGHUP) is still written whole */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", *dirfd, tmp);
+	unlinkat(*dirfd, tmp, 0);	/* an unfinished one of an earlier run: never whole */
+	w = profile_writer__create(path, &meta, &diag);
+	if (!w) {
+		fprintf(stderr, "sfprof agent: %s/%s: %s\n", a->win_dir, tmp, diag.reason);
+		close(*dirfd);
+		*dirfd = -1;
+	}
+	return w;
+}
+
+/* The end of the window that holds Unix second @t: the next multiple of the window's length. */
+static uint64_t window_end(const struct agent *a, uint64_t t)
+{
+	return (t / a->window + 1) * a->window;
+}
+
+static uint64_t lost_now(struct agent *a)
+{
+	struct pipeline_stats ps;
+
+	pipeline__stats(a->pipeline, &ps);
+	return sampler__lost(a->sampler) + ps.dropped;
+}
+
+/* Into the current window: the samples lost since the last window. @return 0 or -errno. */
+static int write_lost(struct agent *a)
+{
+	uint64_t lost = lost_now(a);
+	int err = 0;
+
+	if (lost > a->lost_written) {
+		struct profile_lost rec = { now_ns(CLOCK_MONOTONIC), UINT32_MAX, lost - a->lost_written };
+
+		pthread_mutex_lock(&a->wlock);
+		err = profile_writer__lost(a->w, &rec);
+		pthread_mutex_unlock(&a->wlock);
+		if (!err)
+			a->lost_written = lost;
+	}
+	return err;
+}
+
+/*
+ * Close a window and give it out: renamed from its .tmp name once whole
+ * (into the directory as it is now, after a SIGHUP), kept within the
+ * retention bounds, handed to the pusher. A window that cannot be written
+ * whole is removed and counted.
+ */
+static void finish_window(struct agent *a, struct profile_writer *w, int dirfd, const char *tmp,
+			  uint64_t from, uint64_t until)
+{
+	struct profile_diag diag = { "" };
+	uint64_t samples = profile_writer__samples(w);
+	char name[64], path[4200];
+
+	snprintf(name, sizeof(name), "window-%010" PRIu64 "-%010" PRIu64 ".sfprof", from, until);
+	if (profile_writer__close(w, false, &diag)) {
+		fprintf(stderr, "sfprof agent: %s: not kept\n", diag.reason);
+		unlinkat(dirfd, tmp, 0);
+		a->failed_windows++;
+		close(dirfd);
+		return;
+	}
+	if (renameat(dirfd, tmp, a->dirfd, name) && renameat(dirfd, tmp, dirfd, name)) {
+		fprintf(stderr, "sfprof agent: %s/%s: %s: not kept\n", a->win_dir, name, strerror(errno));
+		unlinkat(dirfd, tmp, 0);
+		a->failed_windows++;
+		close(dirfd);
+		return;
+	}
+	close(dirfd);
+	a->windows++;
+	a->samples += samples;
+	window_name(path, sizeof(path), a->win_dir, from, until);
+	if (a->output_dir)
+		outdir_retain(a->win_dir, &a->keep, now_ns(CLOCK_REALTIME) / 1000000000ull);
+	if (a->pusher && pusher__window(a->pusher, path, from, until, a->output_dir != NULL))
+		fprintf(stderr, "sfprof agent: %s: out of memory: not pushed\n", path);
+}
+
+/*
+ * Cut: the window ends at its until; the next starts there and ends at the
+ * next multiple of the window's length after @t (Unix s), so that a stall
+ * (a suspended machine) makes one long window, not many empty ones.
+ */
+static void cut(struct agent *a, uint64_t t)
+{
+	struct profile_writer *old = a->w, *nw;
+	uint64_t from = a->from, until = a->until;
+	int old_dirfd = a->w_dirfd, nw_dirfd, err;
+	char old_tmp[sizeof(a->w_tmp)], nw_tmp[sizeof(a->w_tmp)];
+
+	if ((err = write_lost(a))) {
+		a->err = err;
+		return;
+	}
+	nw = open_window(a, until, &nw_dirfd, nw_tmp, sizeof(nw_tmp));
+	if (!nw) {
+		a->err = -EIO;
+		return;
+	}
+	/* every item queued before now is handled into the old window first */
+	err = pipeline__cut(a->pipeline, nw);
+	memcpy(old_tmp, a->w_tmp, sizeof(old_tmp));
+	a->w = nw;
+	a->w_dirfd = nw_dirfd;
+	memcpy(a->w_tmp, nw_tmp, sizeof(nw_tmp));
+	a->from = until;
+	a->until = window_end(a, t > until ? t : until);
+	a->cut_mono = a->until * 1000000000ull - a->clock_offset;
+	if (err) {
+		fprintf(stderr, "sfprof agent: writing a window: %s\n", strerror(-err));
+		a->err = err;
+	}
+	finish_window(a, old, old_dirfd, old_tmp, from, until);
+}
+
+/* The Unix second of monotonic time @mono. */
+static uint64_t unix_secs(const struct agent *a, uint64_t mono)
+{
+	return (mono + a->clock_offset) / 1000000000ull;
+}
+
+static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
+		      const uint8_t *ustack)
+{
+	struct agent *a = ctx;
+
+	/* the ring hands samples over in time order: the first past the end cuts */
+	if (h->time_ns >= a->cut_mono && !a->err)
+		cut(a, unix_secs(a, h->time_ns));
+	pipeline__sample(a->pipeline, h, kstack, ustack);
+}
+
+static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
+{
+	struct agent *a = ctx;
+
+	if (time >= a->cut_mono && !a->err)
+		cut(a, unix_secs(a, time));
+	pipeline__task_event(a->pipeline, e, time);
+	if (e->type == PERF_RECORD_EXIT && e->size >= sizeof(*e) + 16) {
+		uint32_t tid;
+
+		memcpy(&tid, (const uint8_t *)(e + 1) + 8, sizeof(tid));
+		sampler__forget_thread(a->sampler, tid);
+	}
+}
+
+static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
+{
+	struct agent *a = ctx;
+
+	return sampler__set_stack_size(a->sampler, tid, bytes);
+}
+
+static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
+{
+	(void)ctx;
+	(void)pid;
+	(void)comm;
+	(void)why;
+	/* an agent runs for months over every process: what one process hides is not news */
+}
+
+/* SIGHUP: the directory windows go to is opened again, made again if it was moved away. */
+static void reopen(struct agent *a)
+{
+	int fd = open_dir(a->win_dir);
+
+	if (fd < 0)
+		return;		/* said; windows go on to the one open */
+	close(a->dirfd);
+	a->dirfd = fd;
+	fprintf(stderr, "sfprof agent: %s reopened\n", a->win_dir);
+}
+
+static int run(struct agent *a)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last = start;
+	uint64_t deadline = a->duration ? start + (uint64_t)(a->duration * 1e9) : UINT64_MAX;
+	int err = 0;
+
+	while (!stop_signal && !a->err) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		if (now >= deadline)
+			break;
+		err = sampler__poll(a->sampler, 100);
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
+			return err;
+		}
+		err = 0;
+		if ((err = pipeline__error(a->pipeline))) {
+			fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n", strerror(-err));
+			return err;
+		}
+		now = now_ns(CLOCK_MONOTONIC);
+		/* an idle system still gets its windows, once late samples had their chance */
+		if (now >= a->cut_mono + CUT_GRACE_NS && !a->err)
+			cut(a, unix_secs(a, now - CUT_GRACE_NS));
+		if (hup_signal) {
+			hup_signal = 0;
+			reopen(a);
+		}
+		if (now - last >= 1000000000ull) {
+			/* what processes long gone held: months of churn cost no memory */
+			pipeline__trim(a->pipeline, NULL);
+			pthread_mutex_lock(&a->wlock);
+			err = profile_writer__tick(a->w);
+			pthread_mutex_unlock(&a->wlock);
+			if (err) {
+				fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n",
+					strerror(-err));
+				return err;
+			}
+			last = now;
+		}
+	}
+	return a->err;
+}
+
+static long rss_kib(const char *field)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			v = strtol(line + strlen(field), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void summary(struct agent *a, double secs, const struct push_stats *st)
+{
+	struct pipeline_stats ps;
+
+	pipeline__stats(a->pipeline, &ps);
+	fprintf(stderr, "sfprof agent: %.1f s, %" PRIu64 " windows written (%" PRIu64 " not), %"
+		PRIu64 " samples in them, %" PRIu64 " lost (%" PRIu64 " at the unwinders' queue "
+		"bound); %" PRIu64 " processes with samples; RSS peak %ld KiB\n",
+		secs, a->windows, a->failed_windows, a->samples, a->lost_written, ps.dropped,
+		ps.procs.processes, rss_kib("VmHWM:"));
+	if (ps.modules_refused)
+		fprintf(stderr, "sfprof agent: %" PRIu64 " files not loaded at the unwind tables' bound "
+			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
+			"alone\n", ps.modules_refused, (double)(a->max_memory / 4) / 1048576.0);
+	if (!a->push.url)
+		return;
+	fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows made into %" PRIu64 " payloads, %"
+		PRIu64 " pushed, %" PRIu64 " tries failed, %" PRIu64 " refused, %" PRIu64
+		" dropped at the spool bound, %" PRIu64 " unreadable windows; %" PRIu64
+		" payloads (%" PRIu64 " bytes) still spooled\n",
+		st->windows, st->payloads, st->pushed, st->failures, st->refused, st->dropped,
+		st->bad_windows, st->spooled, st->spooled_bytes);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent a = {
+		.window = DEFAULT_WINDOW, .freq = DEFAULT_FREQ, .max_memory = DEFAULT_MAX_MEMORY,
+		.workers = 1, .buildid_bytes = DEFAULT_BUILDID_BYTES, .dirfd = -1, .w_dirfd = -1,
+		.keep = { 0, DEFAULT_KEEP_BYTES, DEFAULT_KEEP_AGE },
+		.push = { .spool_dir = DEFAULT_SPOOL_DIR, .spool_bytes = DEFAULT_SPOOL_BYTES,
+			  .flush_secs = 5, .max_backoff_secs = 60, .group_by = GROUP_CONTAINER },
+		.wlock = PTHREAD_MUTEX_INITIALIZER,
+	};
+	struct sampler_cbs cbs = { on_sample, on_task_event };
+	struct pipeline_opts popts;
+	struct sampler_opts sopts;
+	struct sigaction sa;
+	struct push_stats pst = { 0 };
+	char msg[512];
+	uint64_t t0, now;
+	double secs;
+	int ret = 1, err;
+
+	argv[0] = "sfprof agent";
+	err = parse_args(&a, argc, argv);
+	if (err)
+		goto out_args;
+	uname(&a.uts);
+	a.push.host = a.uts.nodename;
+	a.push.sample_rate = a.freq;
+	a.push.log = stderr;
+	if (a.output_dir) {
+		snprintf(a.win_dir, sizeof(a.win_dir), "%s", a.output_dir);
+	} else if (push_spool_windows_dir(a.push.spool_dir, a.win_dir, sizeof(a.win_dir))) {
+		fprintf(stderr, "sfprof agent: --spool-dir: too long\n");
+		goto out;
+	}
+	if (a.push.url) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		a.pusher = pusher__new(&a.push, msg, sizeof(msg));
+		if (!a.pusher) {
+			fprintf(stderr, "sfprof agent: %s\n", msg);
+			goto out;
+		}
+	}
+	if ((a.dirfd = open_dir(a.win_dir)) < 0)
+		goto out;
+	if (a.output_dir)
+		outdir_clean_tmp(a.win_dir);
+	a.clock_offset = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC);
+	now = now_ns(CLOCK_REALTIME) / 1000000000ull;
+	a.from = now;
+	a.until = window_end(&a, now);
+	a.cut_mono = a.until * 1000000000ull - a.clock_offset;
+	a.w = open_window(&a, a.from, &a.w_dirfd, a.w_tmp, sizeof(a.w_tmp));
+	if (!a.w)
+		goto out;
+	sopts = (struct sampler_opts){ .freq_hz = a.freq, .stack_size = DEFAULT_STACK,
+				       .ring_bytes = record_ring_bytes(a.max_memory) };
+	a.sampler = sampler__new(&sopts, &cbs, &a, msg, sizeof(msg));
+	if (!a.sampler) {
+		fprintf(stderr, "sfprof agent: %s\n", msg);
+		goto discard;
+	}
+	if (!a.no_buildid_cache && !(a.buildid = buildid_record__start(a.buildid_bytes)))
+		goto discard;
+	profile_writer__set_stack_bound(a.w, a.max_memory / 16);
+	popts = (struct pipeline_opts){
+		.workers = a.workers, .queue_bytes = a.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
+		.max_depth = MAX_DEPTH, .copy_start = DEFAULT_STACK, .copy_adaptive = true,
+		.module_bytes = a.max_memory / 4, .prepare = true,
+	};
+	a.pipeline = pipeline__new(a.w, &a.wlock, &popts);
+	if (!a.pipeline) {
+		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
+			strerror(errno));
+		goto discard;
+	}
+	pipeline__set_warn(a.pipeline, on_warn, &a);
+	pipeline__set_resize(a.pipeline, on_resize, &a);
+	if (a.buildid)
+		pipeline__set_module_hook(a.pipeline, buildid_record__module, a.buildid);
+	pipeline__scan_all(a.pipeline);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
+	if ((err = pipeline__start(a.pipeline))) {
+		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
+			strerror(-err));
+		goto discard;
+	}
+	if (sampler__start(a.sampler, msg, sizeof(msg))) {
+		fprintf(stderr, "sfprof agent: %s\n", msg);
+		goto discard;
+	}
+	fprintf(stderr, "sfprof agent: sampling every process at %u Hz, %u s windows%s%s%s%s\n",
+		a.freq, a.window, a.output_dir ? " into " : "", a.output_dir ? a.output_dir : "",
+		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "");
+	t0 = now_ns(CLOCK_MONOTONIC);
+	err = run(&a);
+	/* stopping: the current window is flushed whole, up to now */
+	pipeline__wait_for_room(a.pipeline);
+	if (!err && (err = sampler__drain(a.sampler)))
+		fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
+	if (pipeline__finish(a.pipeline) && !err)
+		err = pipeline__error(a.pipeline);
+	if (!err)
+		err = write_lost(&a);
+	now = now_ns(CLOCK_REALTIME);
+	/* the last window ends at the next whole second: windows tile whole seconds */
+	now = (now + 999999999ull) / 1000000000ull;
+	finish_window(&a, a.w, a.w_dirfd, a.w_tmp, a.from, now > a.from ? now : a.from + 1);
+	a.w = NULL;
+	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	/* what went and what stays is said after the last push */
+	pusher__stop(a.pusher, &pst);
+	a.pusher = NULL;
+	summary(&a, secs, &pst);
+	if (a.buildid)
+		buildid_record__finish(a.buildid, stderr);
+	a.buildid = NULL;
+	ret = err ? 1 : 0;
+	goto out;
+discard:
+	pipeline__free(a.pipeline);
+	a.pipeline = NULL;
+	if (a.w) {
+		profile_writer__discard(a.w);
+		unlinkat(a.w_dirfd, a.w_tmp, 0);
+		close(a.w_dirfd);
+		a.w = NULL;
+	}
+out:
+	pipeline__free(a.pipeline);
+	sampler__free(a.sampler);
+	buildid_keeper__free(a.buildid);
+	pusher__stop(a.pusher, NULL);
+	if (a.dirfd >= 0)
+		close(a.dirfd);
+	if (a.push.url)
+		curl_global_cleanup();
+	free(a.token);
+	free(a.basic);
+	return ret;
+out_args:
+	free(a.token);
+	free(a.basic);
+	return err == 1 ? 0 : err;
+}

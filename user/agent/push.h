@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sfprof agent: windows made into pprof payloads per service, spooled on disk, pushed with retries. */
+#ifndef SFPROF_AGENT_PUSH_H
+#define SFPROF_AGENT_PUSH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "service.h"
+
+struct push_opts {
+	const char *url;		/* the server; /ingest is added unless its path ends so */
+	const char *spool_dir;		/* payloads not pushed yet, one file each */
+	uint64_t spool_bytes;		/* bound on them: the oldest go first, counted */
+	const char *tenant;		/* X-Scope-OrgID, or NULL */
+	const char *bearer_token;	/* Authorization: Bearer, or NULL */
+	const char *basic_auth;		/* USER:PASSWORD, or NULL */
+	enum group_by group_by;
+	bool no_symbolize;
+	const char *host;		/* the host label */
+	uint32_t sample_rate;		/* Hz */
+	double flush_secs;		/* at stop, how long to go on pushing what is spooled */
+	double max_backoff_secs;	/* the longest wait between two tries */
+	FILE *log;			/* where failures are said (stderr), once per change */
+};
+
+struct push_stats {
+	uint64_t windows;		/* windows made into payloads */
+	uint64_t payloads;		/* payloads spooled */
+	uint64_t pushed;		/* payloads the server took */
+	uint64_t failures;		/* tries that failed (and were retried) */
+	uint64_t refused;		/* payloads the server refused for good (4xx), dropped */
+	uint64_t dropped;		/* payloads dropped at the spool's bound, oldest first */
+	uint64_t bad_windows;		/* windows that could not be read */
+	uint64_t spooled_bytes;		/* what the spool holds now */
+	uint64_t spooled;		/* payloads it holds now */
+};
+
+struct pusher;
+
+/**
+ * pusher__new() - a thread that makes windows into payloads and pushes
+ * them. Payloads left in the spool by an earlier run are pushed too, and
+ * windows left in its windows/ directory are made into payloads first.
+ * @return the pusher, or NULL with errno set (@err says why).
+ */
+struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errlen);
+
+/**
+ * pusher__window() - a whole window file covering [@from, @until) (Unix
+ * seconds); with !@keep the pusher deletes it once its payloads are
+ * spooled. Never blocks on the network. @return 0 or -ENOMEM.
+ */
+int pusher__window(struct pusher *p, const char *path, uint64_t from, uint64_t until, bool keep);
+
+/** pusher__stats() - the counts so far. */
+void pusher__stats(struct pusher *p, struct push_stats *st);
+
+/**
+ * pusher__stop() - make the windows given into payloads, push for at most
+ * opts.flush_secs (what remains stays spooled for the next run), stop the
+ * thread and free; accepts NULL. @st: the final counts, or NULL.
+ */
+void pusher__stop(struct pusher *p, struct push_stats *st);
+
+/**
+ * push_spool_windows_dir() - where windows wait to be made into payloads
+ * when no output directory keeps them: DIR/windows. @return 0 or -ENOSPC.
+ */
+int push_spool_windows_dir(const char *spool_dir, char *buf, size_t cap);
+
+#endif
