@@ -262,6 +262,26 @@ static int add_module(struct sfu_cache *cache, struct sfu_module **m)
 	return 0;
 }
 
+struct sfu_module *sfu_cache__find(struct sfu_cache *cache, const struct sfu_build_id *id)
+{
+	struct sfu_module *m = NULL;
+	size_t pos;
+
+	if (!cache || !id || !id->len) {
+		errno = ENOENT;
+		return NULL;
+	}
+	pthread_mutex_lock(&cache->lock);
+	pos = build_id_lower_bound(cache, id);
+	if (pos < cache->build_id_count &&
+	    !sfu_build_id__cmp(sfu_module__build_id(cache->by_build_id[pos]), id))
+		m = sfu_module__get(cache->by_build_id[pos]);
+	pthread_mutex_unlock(&cache->lock);
+	if (!m)
+		errno = ENOENT;
+	return m;
+}
+
 struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 				   const struct sfu_build_id *expect, struct sfu_diag *diag)
 {

@@ -991,15 +991,24 @@ const char *sfu_module__sframe_error(const struct sfu_module *m)
 	return m->sframe_error;
 }
 
+/*
+ * Sections smaller than this are converted in less time than a file of the
+ * disk cache takes to read or write (a small program's is 212 bytes): they
+ * are never stored, and a churn of short-lived unique binaries costs the
+ * cache no files.
+ */
+#define EHCACHE_MIN_BYTES 4096
+
 /* Convert (or load from the disk cache) under m->eh_lock. Sets eh_table or eh_error. */
 static void derive_eh_frame(struct sfu_module *m)
 {
+	bool cached = m->cache_dir && m->build_id.len && m->eh_in.size >= EHCACHE_MIN_BYTES;
 	struct sfu_diag diag = { 0 };
 	size_t size = 0;
 	void *buf = NULL;
 	int err;
 
-	if (m->cache_dir && m->build_id.len &&
+	if (cached &&
 	    ehcache_load(m->cache_dir, &m->build_id, m->machine, &m->eh_table) == 0) {
 		m->eh_from_disk = true;
 		goto out;
@@ -1016,7 +1025,7 @@ static void derive_eh_frame(struct sfu_module *m)
 		goto out;
 	}
 	/* a table that cannot be kept on disk is still good in memory */
-	if (m->cache_dir && m->build_id.len)
+	if (cached)
 		ehcache_store(m->cache_dir, &m->build_id, buf, size);
 out:
 	free(buf);

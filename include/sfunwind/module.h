@@ -170,7 +170,8 @@ SFU_API bool sfu_module__eh_frame_from_disk(const struct sfu_module *m);
  *
  * Takes effect if the table has not been made yet. Tables are files named
  * "<build ID>.eh_frame-v<N>.sframe" holding an SFrame version 3 section; a
- * module without a build ID is never cached on disk. A cache file that does
+ * module without a build ID, or whose .eh_frame is under 4 KiB (converted
+ * faster than a file is read), is never cached on disk. A cache file that does
  * not decode is replaced.
  *
  * @return 0, or -ENOMEM.
@@ -266,6 +267,16 @@ SFU_API void sfu_cache__free(struct sfu_cache *cache);
  */
 SFU_API struct sfu_module *sfu_cache__open(struct sfu_cache *cache, const char *path,
 				   const struct sfu_build_id *expect, struct sfu_diag *diag);
+
+/**
+ * sfu_cache__find() - the cached module of build ID @id, without touching a
+ * file: for a mapping whose file is gone (a short-lived process that
+ * exited, its binary deleted) but whose build ID its mmap event gave.
+ *
+ * @return a new reference to the module, or NULL (ENOENT) when none is
+ * cached with that build ID (or @id is empty).
+ */
+SFU_API struct sfu_module *sfu_cache__find(struct sfu_cache *cache, const struct sfu_build_id *id);
 
 /**
  * sfu_cache__set_limit() - bound the memory of the modules the cache holds

@@ -766,7 +766,7 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sfprof agent: %s\n", msg);
 		goto discard;
 	}
-	if (!a.no_buildid_cache && !(a.buildid = buildid_record__start(a.buildid_bytes)))
+	if (!a.no_buildid_cache && !(a.buildid = buildid_record__start("agent", a.buildid_bytes)))
 		goto discard;
 	profile_writer__set_stack_bound(a.w, a.max_memory / 16);
 	popts = (struct pipeline_opts){
@@ -782,8 +782,10 @@ int cmd_agent(int argc, char **argv)
 	}
 	pipeline__set_warn(a.pipeline, on_warn, &a);
 	pipeline__set_resize(a.pipeline, on_resize, &a);
-	if (a.buildid)
+	if (a.buildid) {
 		pipeline__set_module_hook(a.pipeline, buildid_record__module, a.buildid);
+		pipeline__set_map_hook(a.pipeline, buildid_record__map, a.buildid);
+	}
 	pipeline__scan_all(a.pipeline);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -824,7 +826,7 @@ int cmd_agent(int argc, char **argv)
 	a.pusher = NULL;
 	summary(&a, secs, &pst);
 	if (a.buildid)
-		buildid_record__finish(a.buildid, stderr);
+		buildid_record__finish(a.buildid, "agent", stderr);
 	a.buildid = NULL;
 	ret = err ? 1 : 0;
 	goto out;

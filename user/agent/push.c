@@ -16,6 +16,7 @@
 
 #include "push.h"
 #include "report/export.h"
+#include "report/symbolize.h"
 #include "util/hmap.h"
 #include "util/vec.h"
 
@@ -48,7 +49,17 @@ struct pusher {
 	unsigned tries;			/* failures in a row: the backoff's exponent */
 	uint64_t retry_at;		/* CLOCK_MONOTONIC ns; 0 now */
 	bool said_down;			/* the failure was said; the next success is said too */
+	/*
+	 * The pusher thread's, kept from one window to the next: the kernel's
+	 * symbols and the libraries every window names are read once, not
+	 * every 10 s; what the last window did not ask for is let go (a
+	 * short-lived program's binary is named in one window: holding those
+	 * for longer cost 40 MiB under churn).
+	 */
+	struct symbolizer *sym;
 };
+
+#define SYM_IDLE_WINDOWS 1
 
 static uint64_t mono_ns(void)
 {
@@ -271,9 +282,14 @@ static int convert(struct pusher *p, const struct window *w)
 	struct session_opts sopts = { .sym = { .no_debuginfod = true, .no_lines = true } };
 	struct services ss = { 0 };
 	struct profile_diag diag = { "" };
-	struct session *s = session__open(w->path, &sopts, &diag);
+	struct session *s;
 	bool *has;
 	int err = 0;
+
+	if (!p->sym && !(p->sym = symbolizer__new(&sopts.sym)))
+		return -ENOMEM;
+	sopts.symbolizer = p->sym;
+	s = session__open(w->path, &sopts, &diag);
 
 	if (!s) {
 		if (p->o.log)
@@ -328,6 +344,7 @@ out:
 	free(ss.sv);
 	free(ss.of_image);
 	session__free(s);
+	symbolizer__trim(p->sym, SYM_IDLE_WINDOWS);
 	return err;
 }
 
@@ -712,6 +729,7 @@ void pusher__stop(struct pusher *p, struct push_stats *st)
 	if (p->curl)
 		curl_easy_cleanup(p->curl);
 	curl_slist_free_all(p->headers);
+	symbolizer__free(p->sym);
 	free(p->url);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);

@@ -19,10 +19,18 @@
 
 /* Files held open and waiting at once: past it an offer is dropped and counted. */
 #define MAX_PENDING 512
+/*
+ * Files held from their mmap in case a sample hits them (buildid_keeper__hold),
+ * at most this many, each at most HOLD_NS: a process's first samples come
+ * within a second of its mmaps, even late ones from the unwinders' queues.
+ */
+#define HOLD_MAX 256
+#define HOLD_NS 10000000000ull
 
 struct job {
 	struct job *next;
 	int fd;
+	bool checked;		/* the kernel read its build ID from this very file (a hold) */
 	size_t len;
 	uint8_t id[BUILDID_MAX];
 };
@@ -47,6 +55,14 @@ struct buildid_keeper {
 	size_t pending;
 	bool stop;
 	struct hmap *offered;	/* build ID -> 1 */
+	/* files held from their mmap, oldest first, a ring under lock */
+	struct hold {
+		int fd;
+		size_t len;
+		uint8_t id[BUILDID_MAX];
+		uint64_t at;
+	} holds[HOLD_MAX];
+	size_t hold_first, nholds;
 	struct buildid_keeper_stats st;	/* offered, unopened, dropped, offer_ns_max under lock */
 	int err;
 	/* the thread's own */
@@ -187,12 +203,83 @@ static int open_module(uint32_t pid, uint64_t start, uint64_t end, const char *m
 	return fd;
 }
 
+/* Close the holds past their time, or the oldest when @room is set and none is free. Under lock. */
+static void expire_holds(struct buildid_keeper *k, uint64_t now, bool room)
+{
+	while (k->nholds) {
+		struct hold *h = &k->holds[k->hold_first];
+
+		if (now - h->at < HOLD_NS && !(room && k->nholds == HOLD_MAX))
+			break;
+		close(h->fd);
+		k->hold_first = (k->hold_first + 1) % HOLD_MAX;
+		k->nholds--;
+	}
+}
+
+/* The fd held for build ID @id, taken out of the holds (the slot closed over). -1: none. Under lock. */
+static int take_hold(struct buildid_keeper *k, const uint8_t *id, size_t len)
+{
+	for (size_t i = 0; i < k->nholds; i++) {
+		struct hold *h = &k->holds[(k->hold_first + i) % HOLD_MAX];
+		int fd;
+
+		if (h->len != len || memcmp(h->id, id, len))
+			continue;
+		fd = h->fd;
+		/* the oldest moves into the slot: the ring stays dense, its order nearly kept */
+		*h = k->holds[k->hold_first];
+		k->hold_first = (k->hold_first + 1) % HOLD_MAX;
+		k->nholds--;
+		return fd;
+	}
+	return -1;
+}
+
+void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
+			  uint64_t start, uint64_t end, const char *map_path)
+{
+	struct hold *h;
+	bool known;
+	int fd;
+
+	if (!k || len < 2 || len > BUILDID_MAX)
+		return;
+	pthread_mutex_lock(&k->lock);
+	known = k->stop || !hmap__find(k->offered, id, len, NULL);
+	for (size_t i = 0; !known && i < k->nholds; i++) {
+		h = &k->holds[(k->hold_first + i) % HOLD_MAX];
+		known = h->len == len && !memcmp(h->id, id, len);
+	}
+	pthread_mutex_unlock(&k->lock);
+	if (known)
+		return;		/* offered (kept or not), or held already */
+	fd = open_module(pid, start, end, map_path, NULL);
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&k->lock);
+	if (k->stop) {		/* finishing: its holds are closed */
+		pthread_mutex_unlock(&k->lock);
+		close(fd);
+		return;
+	}
+	expire_holds(k, now_ns(), true);
+	h = &k->holds[(k->hold_first + k->nholds) % HOLD_MAX];
+	h->fd = fd;
+	h->len = len;
+	memcpy(h->id, id, len);
+	h->at = now_ns();
+	k->nholds++;
+	pthread_mutex_unlock(&k->lock);
+}
+
 void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
 			   uint64_t start, uint64_t end, const char *map_path,
 			   const char *module_path)
 {
 	uint64_t t0 = now_ns(), *seen, took;
 	struct job *job;
+	bool held;
 	int fd;
 
 	if (!k || len < 2 || len > BUILDID_MAX)
@@ -204,9 +291,16 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 	}
 	*seen = 1;
 	k->st.offered++;
+	/* the file as it was mapped, held since: the process and its file may be gone now */
+	fd = take_hold(k, id, len);
+	held = fd >= 0;
+	if (held)
+		k->st.held++;
+	expire_holds(k, now_ns(), false);
 	pthread_mutex_unlock(&k->lock);
 
-	fd = open_module(pid, start, end, map_path, module_path);
+	if (fd < 0)
+		fd = open_module(pid, start, end, map_path, module_path);
 	job = fd >= 0 ? malloc(sizeof(*job)) : NULL;
 	pthread_mutex_lock(&k->lock);
 	if (fd < 0) {
@@ -218,6 +312,7 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 	} else {
 		job->next = NULL;
 		job->fd = fd;
+		job->checked = held;
 		job->len = len;
 		memcpy(job->id, id, len);
 		*k->tail = job;
@@ -459,7 +554,8 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		return;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
-	    read_build_id(job->fd, id) != job->len || memcmp(id, job->id, job->len)) {
+	    (!job->checked &&
+	     (read_build_id(job->fd, id) != job->len || memcmp(id, job->id, job->len)))) {
 		k->st.mismatched++;
 		return;
 	}
@@ -530,6 +626,7 @@ int buildid_keeper__finish(struct buildid_keeper *k, struct buildid_keeper_stats
 		pthread_mutex_unlock(&k->lock);
 		pthread_join(k->thread, NULL);
 		k->finished = true;
+		expire_holds(k, UINT64_MAX / 2, false);	/* every one: all are past their time */
 		if (!k->scanned)
 			scan(k);
 		/* entries other recordings added meanwhile count too */

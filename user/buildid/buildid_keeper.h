@@ -15,6 +15,7 @@ struct buildid_keeper_stats {
 	uint64_t copied;	/* kept as a copy (another file system, deleted, set-id) */
 	uint64_t copied_bytes;
 	uint64_t present;	/* in the cache already: marked as used now */
+	uint64_t held;		/* taken from the file held since its mmap (the process gone, maybe the file) */
 	uint64_t unopened;	/* the mapped file could not be opened any more */
 	uint64_t mismatched;	/* the file opened holds another build ID (replaced meanwhile) */
 	uint64_t over_bound;	/* not kept: bigger than the bound allows */
@@ -55,6 +56,19 @@ struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes, 
 void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
 			   uint64_t start, uint64_t end, const char *map_path,
 			   const char *module_path);
+
+/**
+ * buildid_keeper__hold() - a file process @pid maps now at @start-@end (an
+ * mmap event), held open for a while (10 s, at most 256 files, the oldest
+ * let go first) in case a sample hits it: a short-lived process has often
+ * exited, and its binary been deleted, by the time its first sample is
+ * written and the file offered. An offer of the build ID takes the file
+ * held. Build IDs offered or held already cost a lookup. Thread-safe; opens
+ * one file, on the caller's thread (a thread that may wait, not the one
+ * draining the ring).
+ */
+void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
+			  uint64_t start, uint64_t end, const char *map_path);
 
 /**
  * buildid_keeper__finish() - keep what was offered, evict down to the bound,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof record's side of the build-ID cache: its directory, the hook the unwinding threads call, the summary. */
+/* sfprof record's and agent's side of the build-ID cache: its directory, the hooks the recording threads call, the summary. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -7,23 +7,23 @@
 #include "buildid.h"
 #include "buildid_record.h"
 
-struct buildid_keeper *buildid_record__start(uint64_t max_bytes)
+struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes)
 {
 	struct buildid_keeper *k;
 	char dir[4096], why[4400];
 	int err = buildid_cache_dir(dir, sizeof(dir));
 
 	if (err) {
-		fprintf(stderr, "sfprof record: build-ID cache: %s (set XDG_CACHE_HOME or HOME, "
-			"or record with --no-buildid-cache)\n",
+		fprintf(stderr, "sfprof %s: build-ID cache: %s (set XDG_CACHE_HOME or HOME, "
+			"or run with --no-buildid-cache)\n", cmd,
 			err == -ENOENT ? "no directory: neither XDG_CACHE_HOME nor HOME is an "
 			"absolute path" : strerror(-err));
 		return NULL;
 	}
 	k = buildid_keeper__new(dir, max_bytes, why, sizeof(why));
 	if (!k)
-		fprintf(stderr, "sfprof record: build-ID cache: %s (--no-buildid-cache records "
-			"without it)\n", why);
+		fprintf(stderr, "sfprof %s: build-ID cache: %s (--no-buildid-cache runs without "
+			"it)\n", cmd, why);
 	return k;
 }
 
@@ -35,12 +35,18 @@ void buildid_record__module(void *ctx, uint32_t pid, const struct sfu_mapping *m
 			      sfu_module__path(m->module));
 }
 
+void buildid_record__map(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
+			 const struct sfu_build_id *id, const char *path)
+{
+	buildid_keeper__hold(ctx, id->bytes, id->len, pid, start, end, path);
+}
+
 static double mib(uint64_t bytes)
 {
 	return bytes / 1048576.0;
 }
 
-int buildid_record__finish(struct buildid_keeper *k, FILE *out)
+int buildid_record__finish(struct buildid_keeper *k, const char *cmd, FILE *out)
 {
 	struct buildid_keeper_stats st;
 	char dir[4096];
@@ -48,26 +54,29 @@ int buildid_record__finish(struct buildid_keeper *k, FILE *out)
 
 	if (buildid_cache_dir(dir, sizeof(dir)))
 		snprintf(dir, sizeof(dir), "?");
-	fprintf(out, "sfprof record: build-ID cache %s: %" PRIu64 " binaries, %" PRIu64 " kept now (%"
+	fprintf(out, "sfprof %s: build-ID cache %s: %" PRIu64 " binaries, %" PRIu64 " kept now (%"
 		PRIu64 " hard links, %" PRIu64 " copies of %.1f MiB in %.2f s), %" PRIu64
-		" there already; %.1f MiB held", dir, st.offered, st.linked + st.copied, st.linked,
+		" there already; %.1f MiB held", cmd, dir, st.offered, st.linked + st.copied, st.linked,
 		st.copied, mib(st.copied_bytes), st.copy_ns / 1e9, st.present, mib(st.held_bytes));
 	if (st.evicted)
 		fprintf(out, ", %" PRIu64 " older entries (%.1f MiB) evicted", st.evicted,
 			mib(st.evicted_bytes));
+	if (st.held)
+		fprintf(out, ", %" PRIu64 " of them through the file held open since it was mapped",
+			st.held);
 	fputc('\n', out);
 	if (st.over_bound)
-		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
+		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
 			"bound (--buildid-cache-size) is smaller than what this recording needs\n",
-			st.over_bound);
+			cmd, st.over_bound);
 	if (st.unopened || st.mismatched || st.dropped)
-		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
+		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
 			" could no longer be opened, %" PRIu64 " were replaced by another build "
 			"before they were read, %" PRIu64 " past the bound of files held at once\n",
-			st.unopened + st.mismatched + st.dropped, st.unopened, st.mismatched,
+			cmd, st.unopened + st.mismatched + st.dropped, st.unopened, st.mismatched,
 			st.dropped);
 	if (err)
-		fprintf(out, "sfprof record: build-ID cache: %" PRIu64 " binaries not kept: %s\n",
-			st.failed, st.first_error);
+		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " binaries not kept: %s\n",
+			cmd, st.failed, st.first_error);
 	return err;
 }

@@ -43,6 +43,7 @@ struct session *session_archive__open(const char *path, const struct session_opt
 		goto out;
 	if (opts)
 		aopts = *opts;
+	aopts.symbolizer = NULL;	/* its own, which knows the archive's build-ID tree */
 	n = aopts.sym.num_buildid_dirs;
 	a->buildid_dirs = calloc(n + 1, sizeof(*a->buildid_dirs));
 	if (!a->buildid_dirs || asprintf(&profile, "%s/" SFARCHIVE_PROFILE, a->dir) < 0 ||

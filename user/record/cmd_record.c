@@ -988,7 +988,7 @@ int cmd_record(int argc, char **argv)
 		goto discard;
 	}
 	/* a cache that cannot be written is said before sampling starts (after rights: they come first) */
-	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start(r.buildid_cache_bytes)))
+	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start("record", r.buildid_cache_bytes)))
 		goto discard;
 	for (size_t i = 0; i < r.npids; i++)
 		sampler__add_target(r.sampler, r.pids[i]);
@@ -1012,8 +1012,10 @@ int cmd_record(int argc, char **argv)
 	pipeline__set_warn(r.pipeline, on_warn, &r);
 	pipeline__set_resize(r.pipeline, on_resize, &r);
 	pipeline__set_wanted(r.pipeline, is_recorded, &r);
-	if (r.buildid)
+	if (r.buildid) {
 		pipeline__set_module_hook(r.pipeline, buildid_record__module, r.buildid);
+		pipeline__set_map_hook(r.pipeline, buildid_record__map, r.buildid);
+	}
 
 	/* what runs already; new processes arrive as task events */
 	if (r.all)
@@ -1085,7 +1087,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 	summary(&r, secs, samples, stack_resets, scanned);
 	if (r.buildid)
-		buildid_record__finish(r.buildid, stderr);
+		buildid_record__finish(r.buildid, "record", stderr);
 	goto out;
 discard:
 	/* no thread may write to it any more */

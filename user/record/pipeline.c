@@ -191,6 +191,12 @@ void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ct
 		procs__set_module_hook(pl->shards[i].procs, fn, ctx);
 }
 
+void pipeline__set_map_hook(struct pipeline *pl, prepare_map_fn fn, void *ctx)
+{
+	if (pl->prepare)
+		prepare__set_hook(pl->prepare, fn, ctx);
+}
+
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
 {
 	pl->resize = fn;

@@ -92,6 +92,13 @@ void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx)
 /** pipeline__set_module_hook() - procs__set_module_hook() of every thread (before pipeline__start()). */
 void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx);
 
+/**
+ * pipeline__set_map_hook() - prepare__set_hook(): @fn told of each new
+ * executable mapping with a build ID, on the preparing thread (before
+ * pipeline__start(); nothing is told without preparation).
+ */
+void pipeline__set_map_hook(struct pipeline *pl, prepare_map_fn fn, void *ctx);
+
 /** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);
 

@@ -30,6 +30,8 @@ struct held {
 
 struct prepare {
 	struct sfu_cache *cache;
+	prepare_map_fn hook;
+	void *hook_ctx;
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;		/* over the queue and stopping */
@@ -90,6 +92,8 @@ static struct sfu_module *open_request(struct prepare *p, const struct request *
 	struct sfu_module *m;
 	char path[sizeof(r->path) + 64];
 
+	if (want && (m = sfu_cache__find(p->cache, want)))
+		return m;
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", r->pid,
 		 (unsigned long long)r->start, (unsigned long long)r->end);
 	if ((m = sfu_cache__open(p->cache, path, want, NULL)))
@@ -104,7 +108,11 @@ static struct sfu_module *open_request(struct prepare *p, const struct request *
 
 static void prepare_one(struct prepare *p, const struct request *r)
 {
-	struct sfu_module *m = open_request(p, r);
+	struct sfu_module *m;
+
+	if (p->hook && r->build_id.len)
+		p->hook(p->hook_ctx, r->pid, r->start, r->end, &r->build_id, r->path);
+	m = open_request(p, r);
 
 	if (!m) {
 		count(&p->failed);
@@ -157,6 +165,12 @@ struct prepare *prepare__new(struct sfu_cache *cache)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	return p;
+}
+
+void prepare__set_hook(struct prepare *p, prepare_map_fn fn, void *ctx)
+{
+	p->hook = fn;
+	p->hook_ctx = ctx;
 }
 
 int prepare__start(struct prepare *p)

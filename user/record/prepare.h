@@ -22,6 +22,10 @@ struct prepare_stats {
 
 struct prepare;
 
+/* What is told of each mapping the thread takes, before it opens the file: its process, range, build ID, path. */
+typedef void (*prepare_map_fn)(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
+			       const struct sfu_build_id *id, const char *path);
+
 /**
  * prepare__new() - a thread that opens, through @cache, the files that new
  * executable mappings name, and makes their tables from .eh_frame when they
@@ -31,6 +35,9 @@ struct prepare;
  * @return the object, or NULL with errno set.
  */
 struct prepare *prepare__new(struct sfu_cache *cache);
+
+/** prepare__set_hook() - call @fn on the thread for each mapping with a build ID (before prepare__start()). */
+void prepare__set_hook(struct prepare *p, prepare_map_fn fn, void *ctx);
 
 /** prepare__start() - start the thread. @return 0 or -errno. */
 int prepare__start(struct prepare *p);

@@ -37,7 +37,10 @@ struct proctab {
 	struct hmap *procs;	/* pid -> struct proc * */
 	uint64_t emitted;
 	uint64_t last_sweep;	/* event time of the last sweep of exited processes */
+	uint64_t own_pid_ns;	/* sfprof's PID namespace: a process in it has its pid as NSpid */
 };
+
+static uint64_t ns_inode(uint32_t pid, const char *ns);
 
 static struct proc *get(const struct proctab *t, uint32_t pid)
 {
@@ -82,6 +85,7 @@ struct proctab *proctab__new(struct sfu_cache *cache, const struct proctab_ops *
 	t->ops = *ops;
 	t->ctx = ctx;
 	t->procs = hmap__new(HMAP_U64);
+	t->own_pid_ns = ns_inode(getpid(), "pid");
 	if (!t->procs) {
 		free(t);
 		errno = ENOMEM;
@@ -230,6 +234,15 @@ static int read_namespaces(struct proctab_proc *p)
 	return err == ENOENT || err == ESRCH ? 0 : err;	/* gone: nothing to say */
 }
 
+static int read_mount_namespace(struct proctab_proc *p)
+{
+	uint64_t mnt_ns = ns_inode(p->pid, "mnt");
+
+	if (mnt_ns)
+		p->mnt_ns = mnt_ns;
+	return mnt_ns || errno == ENOENT || errno == ESRCH ? 0 : errno;
+}
+
 /* PPid and the innermost NSpid from /proc/PID/status. */
 static void read_status(struct proctab_proc *p)
 {
@@ -252,6 +265,19 @@ static void read_status(struct proctab_proc *p)
 		}
 	}
 	fclose(f);
+}
+
+/*
+ * A known process's pid in its own PID namespace: /proc/PID/status (which
+ * the kernel makes at some cost, twice for every short-lived program: its
+ * fork and its exec) is read only for a process outside sfprof's namespace.
+ */
+static void read_pid_in_ns(const struct proctab *t, struct proctab_proc *p)
+{
+	if (t->own_pid_ns && p->pid_ns == t->own_pid_ns)
+		p->ns_pid = p->pid;
+	else
+		read_status(p);
 }
 
 /* The executable a live process runs, or NULL. */
@@ -334,6 +360,12 @@ static struct sfu_module *open_mapped(struct proctab *t, const struct perf_rec_m
 		bid.len = e->build_id_size;
 		memcpy(bid.bytes, e->build_id, bid.len);
 		want = &bid;
+		/*
+		 * a build the cache holds (prepared when this mmap was read):
+		 * found even when the process has exited and its file is gone
+		 */
+		if ((m = sfu_cache__find(t->cache, want)))
+			return m;
 	}
 	/* the mapped file itself, even if deleted or in another mount namespace */
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", e->pid,
@@ -627,9 +659,18 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		/* until its first mapping says, the image the process runs now */
 		free(pr->pub.exe);
 		pr->pub.exe = read_exe(pr->pub.pid);
-		/* an exec often follows an unshare: its namespaces now, while it lives */
-		read_status(&pr->pub);
-		pr->ns_err = read_namespaces(&pr->pub);
+		/*
+		 * an exec often follows an unshare of the mount namespace: that
+		 * now, while it lives (its PID namespace is the one it was
+		 * forked in: an unshare changes its children's), unless it was
+		 * never known before
+		 */
+		if (pr->pub.pid_ns) {
+			pr->ns_err = read_mount_namespace(&pr->pub);
+		} else {
+			pr->ns_err = read_namespaces(&pr->pub);
+			read_pid_in_ns(t, &pr->pub);
+		}
 		read_cgroup(&pr->pub);
 	} else if (pr && pr->emitted && t->ops.comm) {
 		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
@@ -667,8 +708,8 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	/* a child starts in its parent's cgroup: kept if it is gone before it can be read */
 	child->pub.cgroup = parent->pub.cgroup ? strdup(parent->pub.cgroup) : NULL;
 	/* its pid and namespaces (clone may have made new ones), while it lives */
-	read_status(&child->pub);
 	child->ns_err = read_namespaces(&child->pub);
+	read_pid_in_ns(t, &child->pub);
 	read_cgroup(&child->pub);
 	if (parent->maps_pending || parent->npending) {
 		/*

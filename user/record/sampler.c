@@ -524,9 +524,15 @@ static int open_task_events(struct sampler *s, char *err, size_t errlen)
 		.build_id = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
-		/* read on the reader's timer; wake it only when a buffer is half full */
+		/*
+		 * Wake the reader at every record (a busy reader takes many at
+		 * once): an exec's mmaps must reach the preparing thread while
+		 * the process lives, for its files to be opened and held
+		 * before it exits and they are deleted (a 40 ms program and
+		 * the reader's 100 ms timer lost most such binaries).
+		 */
 		.watermark = 1,
-		.wakeup_watermark = TASK_BUF_PAGES * 4096 / 2,
+		.wakeup_watermark = 1,
 	};
 
 	s->tasks = perf_buffer__new_raw(bpf_map__fd(s->skel->maps.task_events), TASK_BUF_PAGES,

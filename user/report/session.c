@@ -23,6 +23,7 @@ struct session {
 	struct profile_status status;
 	struct session_totals totals;
 	struct symbolizer *sym;
+	bool sym_borrowed;	/* opts->symbolizer: not freed here */
 	struct session_archive *archive;	/* an archive's unpacked files, NULL for a profile */
 	char **strings;			/* every string the session owns */
 	size_t nstrings, strings_cap;
@@ -568,7 +569,13 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 		free(s);
 		return session_archive__open(path, opts, diag);
 	}
-	if (!s || !(s->sym = symbolizer__new(opts ? &opts->sym : NULL)) ||
+	if (s && opts && opts->symbolizer) {
+		s->sym = opts->symbolizer;
+		s->sym_borrowed = true;
+	} else if (s) {
+		s->sym = symbolizer__new(opts ? &opts->sym : NULL);
+	}
+	if (!s || !s->sym ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
 	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128)) ||
 	    !(s->module_ids = hmap__new(HMAP_U64))) {
@@ -639,7 +646,8 @@ void session__free(struct session *s)
 	hmap__free(s->frame_keys);
 	hmap__free(s->module_ids);
 	profile_reader__free(s->reader);
-	symbolizer__free(s->sym);
+	if (!s->sym_borrowed)
+		symbolizer__free(s->sym);
 	session_archive__free(s->archive);
 	free(s);
 }

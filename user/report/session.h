@@ -12,6 +12,12 @@
 
 struct session_opts {
 	struct symbolizer_opts sym;
+	/*
+	 * Optional, borrowed: a symbolizer kept across sessions (the agent's
+	 * windows), used instead of one made from @sym; it must outlive the
+	 * session, and the session's names are its strings.
+	 */
+	struct symbolizer *symbolizer;
 };
 
 /* One resolved frame; frames are interned, equal frames share an index. */

@@ -40,6 +40,9 @@ struct sym_module {
 	size_t ndsyms;
 	struct hmap *die_names;	/* a DWARF name string -> its demangled copy (char *) */
 	struct hmap *paths;	/* a relative DWARF file name -> it under its CU's directory (char *) */
+	uint8_t *key;		/* its key in module_keys */
+	size_t key_len;
+	uint64_t used;		/* the symbolizer's round when last asked for */
 };
 
 /*
@@ -59,7 +62,7 @@ struct elf_sym {
 
 struct ksym {
 	uint64_t addr;
-	char *name;
+	uint32_t name;		/* offset in knames */
 };
 
 struct symbolizer {
@@ -68,7 +71,10 @@ struct symbolizer {
 	struct hmap *module_keys;	/* build ID length, build ID, path -> struct sym_module * */
 	struct ksym *ksyms;
 	size_t nksyms, ksyms_cap;
+	char *knames;		/* their names, NUL-terminated, one after another */
+	size_t knames_len, knames_cap;
 	bool ksyms_loaded;
+	uint64_t round;		/* symbolizer__trim() calls so far */
 	debuginfod_client *dbgd;
 	bool dbgd_tried;
 	char *cache_dir;	/* the build-ID cache's directory, NULL when there is none */
@@ -112,6 +118,7 @@ static void module_free(struct sym_module *m)
 		close(m->dwarf_fd);
 	hmap__free_values(m->names, free);
 	free(m->path);
+	free(m->key);
 	free(m);
 }
 
@@ -126,9 +133,8 @@ void symbolizer__free(struct symbolizer *s)
 		s->modules = next;
 	}
 	hmap__free(s->module_keys);
-	for (size_t i = 0; i < s->nksyms; i++)
-		free(s->ksyms[i].name);
 	free(s->ksyms);
+	free(s->knames);
 	if (s->dbgd)
 		debuginfod_end(s->dbgd);
 	free(s->cache_dir);
@@ -275,16 +281,26 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	memcpy(key + 1, build_id, build_id_len);
 	memcpy(key + 1 + build_id_len, path, plen);
 	err = hmap__entry(s->module_keys, key, 1 + build_id_len + plen, &v, NULL);
-	free(key);
-	if (err)
+	if (err) {
+		free(key);
 		return NULL;
-	if (*v)
-		return (struct sym_module *)(uintptr_t)*v;
+	}
+	if (*v) {
+		free(key);
+		m = (struct sym_module *)(uintptr_t)*v;
+		m->used = s->round;
+		return m;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m || !(m->path = strdup(path))) {
+		hmap__delete(s->module_keys, key, 1 + build_id_len + plen, NULL);
+		free(key);
 		free(m);
 		return NULL;
 	}
+	m->key = key;
+	m->key_len = 1 + build_id_len + plen;
+	m->used = s->round;
 	m->dwarf_fd = -1;
 	m->sym_fd[0] = m->sym_fd[1] = -1;
 	memcpy(m->build_id, build_id, build_id_len);
@@ -307,6 +323,28 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	s->modules = m;
 	*v = (uintptr_t)m;
 	return m;
+}
+
+size_t symbolizer__trim(struct symbolizer *s, unsigned idle_rounds)
+{
+	struct sym_module **link = &s->modules;
+	size_t freed = 0;
+
+	s->round++;
+	while (*link) {
+		struct sym_module *m = *link;
+
+		/* a module found nowhere is looked for again: its file may have been kept since */
+		if (m->bin && s->round - m->used <= idle_rounds) {
+			link = &m->next;
+			continue;
+		}
+		*link = m->next;
+		hmap__delete(s->module_keys, m->key, m->key_len, NULL);
+		module_free(m);
+		freed++;
+	}
+	return freed;
 }
 
 const char *sym_module__name(const struct sym_module *m)
@@ -1100,12 +1138,16 @@ static void load_kallsyms(struct symbolizer *s)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536))
+		if (s->knames_len + (name_end - name) + 1 > UINT32_MAX ||
+		    VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536) ||
+		    VEC_RESERVE(s->knames, s->knames_cap, s->knames_len + (name_end - name) + 1,
+				1 << 20))
 			break;
 		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = strndup(line + name, name_end - name);
-		if (s->ksyms[s->nksyms].name)
-			s->nksyms++;
+		s->ksyms[s->nksyms++].name = s->knames_len;
+		memcpy(s->knames + s->knames_len, line + name, name_end - name);
+		s->knames_len += name_end - name;
+		s->knames[s->knames_len++] = '\0';
 	}
 	free(line);
 	fclose(f);
@@ -1133,7 +1175,7 @@ bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *ou
 	}
 	if (!lo)
 		return false;
-	out->name = s->ksyms[lo - 1].name;
+	out->name = s->knames + s->ksyms[lo - 1].name;
 	out->offset = addr - s->ksyms[lo - 1].addr;
 	return true;
 }

@@ -50,6 +50,15 @@ void symbolizer__free(struct symbolizer *s);
 struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
 				      size_t build_id_len, const char *path);
 
+/**
+ * symbolizer__trim() - one round ends (an agent's window): let go of the
+ * modules not asked for in the last @idle_rounds rounds, and of those found
+ * nowhere (looked for again when asked: their file may be kept by build ID
+ * since). What the kernel's symbols hold stays. Names given out of a module
+ * let go are gone with it. @return the modules let go.
+ */
+size_t symbolizer__trim(struct symbolizer *s, unsigned idle_rounds);
+
 /** @return the short name shown for a module (its file name). */
 const char *sym_module__name(const struct sym_module *m);
 
