@@ -847,8 +847,9 @@ struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags, stru
 	m->machine = r.ehdr.e_machine;
 	m->is_dyn = r.ehdr.e_type == ET_DYN;
 	if ((err = read_segments(m, &r)) || (err = read_build_id(m, &r)) ||
-	    (err = read_sframe(m, &r)) || (err = read_eh_frame(m, &r)) ||
-	    (err = read_plt(m, &r)) ||
+	    (!(flags & SFU_MODULE_OPEN_NO_UNWIND) &&
+	     ((err = read_sframe(m, &r)) || (err = read_eh_frame(m, &r)) ||
+	      (err = read_plt(m, &r)))) ||
 	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))))
 		goto out;
 	m->mem_fixed += sizeof(*m) + strlen(m->path) + 1 +

@@ -68,6 +68,12 @@ enum {
 	 * for libLLVM-16.so).
 	 */
 	SFU_MODULE_OPEN_NO_SYMBOLS = 1u << 0,
+	/*
+	 * Skip what unwinding reads (.sframe, .eh_frame, the PLT ranges): a
+	 * symbolizer needs only segments and symbols, and a copy of a large
+	 * library's .eh_frame is held until its table is made.
+	 */
+	SFU_MODULE_OPEN_NO_UNWIND = 1u << 1,
 };
 
 /**

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -345,6 +346,8 @@ out:
 	free(ss.of_image);
 	session__free(s);
 	symbolizer__trim(p->sym, SYM_IDLE_WINDOWS);
+	/* what a window's session and the modules let go held, given back to the system */
+	malloc_trim(0);
 	return err;
 }
 

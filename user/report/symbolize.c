@@ -151,7 +151,8 @@ static bool same_build_id(const struct sfu_module *m, const uint8_t *id, size_t 
 /* Open @path if it is the ELF file with this build ID (any build ID when len is 0). */
 static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len)
 {
-	struct sfu_module *m = sfu_module__open(path, NULL);
+	/* segments and symbols: nothing of what unwinding reads */
+	struct sfu_module *m = sfu_module__open_flags(path, SFU_MODULE_OPEN_NO_UNWIND, NULL);
 
 	if (m && len && !same_build_id(m, id, len)) {
 		sfu_module__put(m);
@@ -1154,6 +1155,16 @@ static void load_kallsyms(struct symbolizer *s)
 	/* no text symbols (a file of data symbols, an empty one): no array to sort */
 	if (s->nksyms)
 		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	/* held as long as the symbolizer (an agent's months): no room to grow into */
+	if (s->nksyms) {
+		struct ksym *k = realloc(s->ksyms, s->nksyms * sizeof(*s->ksyms));
+		char *n = realloc(s->knames, s->knames_len);
+
+		if (k)
+			s->ksyms = k;
+		if (n)
+			s->knames = n;
+	}
 }
 
 bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *out)
