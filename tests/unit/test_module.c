@@ -1780,6 +1780,56 @@ static void test_lookup_real_tables(void **state)
  * the module is the same for unwinding (build ID, segments, tables) and
  * names no function, where the same file opened with symbols does.
  */
+/* A build found by its ID alone (its file gone), and a module opened for symbols without unwind tables. */
+static void test_cache_find_and_no_unwind(void **state)
+{
+	const char *dir = *state;
+	char *copy = path_join_or_fail(dir, "self-copy");
+	struct sfu_build_id none = { .len = 0 }, other;
+	struct sfu_module *m, *found, *bare;
+	struct sfu_cache *cache = sfu_cache__new();
+	const char *name = NULL;
+	uint64_t off = 0, vaddr = 0;
+	size_t n;
+	uint8_t *image;
+	size_t len;
+
+	assert_non_null(cache);
+	image = read_file_or_fail("/proc/self/exe", &len);
+	write_file_or_fail(copy, image, len);
+	free(image);
+	m = sfu_cache__open(cache, copy, NULL, NULL);
+	assert_non_null(m);
+	assert_int_equal(unlink(copy), 0);
+	/* the file is gone: the build is found by its ID, the same module */
+	found = sfu_cache__find(cache, sfu_module__build_id(m));
+	assert_ptr_equal(found, m);
+	sfu_module__put(found);
+	other = *sfu_module__build_id(m);
+	other.bytes[0] ^= 0xff;
+	errno = 0;
+	assert_null(sfu_cache__find(cache, &other));
+	assert_int_equal(errno, ENOENT);
+	assert_null(sfu_cache__find(cache, &none));
+	assert_null(sfu_cache__find(NULL, sfu_module__build_id(m)));
+
+	/* for a symbolizer: segments and symbols, nothing of what unwinding reads */
+	bare = sfu_module__open_flags("/proc/self/exe", SFU_MODULE_OPEN_NO_UNWIND, NULL);
+	assert_non_null(bare);
+	assert_non_null(sfu_module__segments(bare, &n));
+	assert_true(n > 0);
+	assert_int_equal(sfu_module__symbol_addr(bare, "sfu_test_known_function", &vaddr), 0);
+	assert_int_equal(sfu_module__symbolize(bare, vaddr, &name, &off), 0);
+	assert_string_equal(name, "sfu_test_known_function");
+	assert_null(sfu_module__sframe(bare));
+	assert_null(sfu_module__eh_frame_table(bare));
+	assert_non_null(sfu_module__eh_frame_table(m));	/* the binary has .eh_frame */
+	sfu_module__put(bare);
+	sfu_module__put(m);
+	sfu_cache__free(cache);
+	free(copy);
+}
+
 static void test_open_no_symbols(void **state)
 {
 	const char *dir = *state;
@@ -1894,6 +1944,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_cache_threads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_no_symbols, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_cache_find_and_no_unwind, setup_dir, teardown_dir),
 		cmocka_unit_test(test_lookup_real_tables),
 		cmocka_unit_test_setup_teardown(test_cache_limit, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_cache_trim_race, setup_dir, teardown_dir),

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The build-ID keeper: a file held from its mmap is kept after the mapping and the file are gone; one not held is not. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "buildid/buildid.h"
+#include "buildid/buildid_keeper.h"
+#include "sfunwind.h"
+
+struct copy {
+	char path[256];
+	uint8_t id[SFU_BUILD_ID_MAX];
+	size_t len;
+	uint8_t *bytes;		/* the file's content */
+	size_t size;
+	void *map;		/* its first page, mapped from the file */
+};
+
+static uint8_t *read_all(const char *path, size_t *size)
+{
+	struct stat st;
+	uint8_t *b;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	b = malloc(st.st_size);
+	assert_non_null(b);
+	assert_int_equal(read(fd, b, st.st_size), st.st_size);
+	close(fd);
+	*size = st.st_size;
+	return b;
+}
+
+/*
+ * A copy of this test's own binary in @dir, its build ID changed by @flip
+ * (each test gets a build the cache has never seen), mapped as a process
+ * maps a program: /proc/self/map_files then names it.
+ */
+static void make_copy(struct copy *c, const char *dir, const char *name, uint8_t flip)
+{
+	struct sfu_module *m = sfu_module__open("/proc/self/exe", NULL);
+	const struct sfu_build_id *bid;
+	uint8_t *hit;
+	int fd;
+
+	assert_non_null(m);
+	bid = sfu_module__build_id(m);
+	assert_true(bid->len >= 2);
+	c->bytes = read_all("/proc/self/exe", &c->size);
+	hit = memmem(c->bytes, c->size, bid->bytes, bid->len);
+	assert_non_null(hit);
+	c->len = bid->len;
+	hit[c->len - 1] ^= flip;
+	memcpy(c->id, hit, c->len);
+	sfu_module__put(m);
+	snprintf(c->path, sizeof(c->path), "%s/%s", dir, name);
+	fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, c->bytes, c->size), c->size);
+	close(fd);
+	fd = open(c->path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	c->map = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(c->map != MAP_FAILED);
+	close(fd);
+}
+
+/* The process exits, the program is deleted: its mapping and its file are gone. */
+static void remove_copy(struct copy *c)
+{
+	assert_int_equal(munmap(c->map, 4096), 0);
+	assert_int_equal(unlink(c->path), 0);
+}
+
+static bool kept_as(const char *cache, const struct copy *c)
+{
+	char path[4096];
+	uint8_t *got;
+	size_t size;
+	bool same;
+
+	assert_int_equal(buildid_path(path, sizeof(path), cache, c->id, c->len, NULL), 0);
+	if (access(path, F_OK))
+		return false;
+	got = read_all(path, &size);
+	same = size == c->size && !memcmp(got, c->bytes, size);
+	free(got);
+	return same;
+}
+
+static void test_held_file_kept(void **state)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512];
+	struct buildid_keeper_stats st;
+	struct buildid_keeper *k;
+	struct copy held = { 0 }, unheld = { 0 };
+	uint64_t s1, s2;
+	char probe[64];
+
+	(void)state;
+	snprintf(probe, sizeof(probe), "/proc/%d/map_files", getpid());
+	if (access(probe, R_OK)) {
+		/* map_files needs CAP_SYS_ADMIN: what the keeper holds is opened through it */
+		print_message("needs root (CAP_SYS_ADMIN) to open /proc/PID/map_files: not run\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	k = buildid_keeper__new(cache, 1ull << 30, why, sizeof(why));
+	assert_non_null(k);
+
+	make_copy(&held, dir, "held", 0x5a);
+	make_copy(&unheld, dir, "unheld", 0xa5);
+	s1 = (uintptr_t)held.map;
+	s2 = (uintptr_t)unheld.map;
+	/* both mapped: only the first is told at its mmap */
+	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path);
+	/* told twice: one hold */
+	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path);
+	remove_copy(&held);
+	remove_copy(&unheld);
+	/* their first samples come after both are gone */
+	buildid_keeper__offer(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path, held.path);
+	buildid_keeper__offer(k, unheld.id, unheld.len, getpid(), s2, s2 + 4096, unheld.path,
+			      unheld.path);
+	assert_int_equal(buildid_keeper__finish(k, &st), 0);
+	buildid_keeper__free(k);
+
+	assert_int_equal(st.offered, 2);
+	assert_int_equal(st.held, 1);
+	assert_int_equal(st.copied, 1);		/* deleted: no link can be made to it */
+	assert_int_equal(st.linked, 0);
+	assert_int_equal(st.unopened, 1);
+	assert_true(kept_as(cache, &held));
+	assert_false(kept_as(cache, &unheld));
+
+	free(held.bytes);
+	free(unheld.bytes);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* Holds past the bound close the oldest: a file held then let go is not kept. */
+static void test_holds_bounded(void **state)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512], probe[64];
+	struct buildid_keeper_stats st;
+	struct buildid_keeper *k;
+	struct copy first = { 0 }, last = { 0 };
+	uint8_t other[SFU_BUILD_ID_MAX];
+	uint64_t s1, s2;
+
+	(void)state;
+	snprintf(probe, sizeof(probe), "/proc/%d/map_files", getpid());
+	if (access(probe, R_OK)) {
+		print_message("needs root (CAP_SYS_ADMIN) to open /proc/PID/map_files: not run\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	k = buildid_keeper__new(cache, 1ull << 30, why, sizeof(why));
+	assert_non_null(k);
+	make_copy(&first, dir, "first", 0x11);
+	make_copy(&last, dir, "last", 0x22);
+	s1 = (uintptr_t)first.map;
+	s2 = (uintptr_t)last.map;
+	buildid_keeper__hold(k, first.id, first.len, getpid(), s1, s1 + 4096, first.path);
+	/* 256 more builds (made-up IDs, the same mapping) push the first out */
+	memcpy(other, last.id, last.len);
+	for (int i = 0; i < 256; i++) {
+		other[0] = (uint8_t)i;
+		other[1] = 0xee;
+		buildid_keeper__hold(k, other, last.len, getpid(), s2, s2 + 4096, last.path);
+	}
+	buildid_keeper__hold(k, last.id, last.len, getpid(), s2, s2 + 4096, last.path);
+	remove_copy(&first);
+	remove_copy(&last);
+	buildid_keeper__offer(k, first.id, first.len, getpid(), s1, s1 + 4096, first.path,
+			      first.path);
+	buildid_keeper__offer(k, last.id, last.len, getpid(), s2, s2 + 4096, last.path, last.path);
+	assert_int_equal(buildid_keeper__finish(k, &st), 0);
+	buildid_keeper__free(k);
+	assert_int_equal(st.held, 1);
+	assert_int_equal(st.unopened, 1);
+	assert_false(kept_as(cache, &first));
+	assert_true(kept_as(cache, &last));
+	free(first.bytes);
+	free(last.bytes);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_held_file_kept),
+		cmocka_unit_test(test_holds_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
