@@ -90,8 +90,12 @@ static void symbolize_elf(const uint8_t *data, size_t size)
 	size_t nsegs = 0;
 
 	input_path = memfd_input("fuzz_symbolize", data, size);
-	/* the segments, to map the executable ones as the loader would */
-	elf = sfu_module__open(input_path, NULL);
+	/*
+	 * the segments, to map the executable ones as the loader would; opened
+	 * as the symbolizer opens a file (no unwind sections: one whose
+	 * .sframe or .eh_frame is bad still has symbols)
+	 */
+	elf = sfu_module__open_flags(input_path, SFU_MODULE_OPEN_NO_UNWIND, NULL);
 	segs = elf ? sfu_module__segments(elf, &nsegs) : NULL;
 	for (int pass = 0; pass < 2; pass++) {
 		struct symbolizer *s = symbolizer__new(&opts[pass]);

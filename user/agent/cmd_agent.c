@@ -827,7 +827,6 @@ int cmd_agent(int argc, char **argv)
 	summary(&a, secs, &pst);
 	if (a.buildid)
 		buildid_record__finish(a.buildid, "agent", stderr);
-	a.buildid = NULL;
 	ret = err ? 1 : 0;
 	goto out;
 discard:

@@ -120,7 +120,8 @@ static ssize_t spool_list(struct pusher *p, struct entry **out, uint64_t *total)
 		n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp_entry);
+	if (n)	/* none: no array (UBSan: qsort of NULL) */
+		qsort(v, n, sizeof(*v), cmp_entry);
 	*out = v;
 	return n;
 }
