@@ -100,16 +100,12 @@ static bool kept_as(const char *cache, const struct copy *c)
 	return same;
 }
 
-static void test_held_file_kept(void **state)
+/* A keeper over a new cache in a new directory @dir (a mkdtemp template); skipped without root. */
+static struct buildid_keeper *start(char *dir, char *cache, size_t cap)
 {
-	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512];
-	struct buildid_keeper_stats st;
+	char probe[64], why[512];
 	struct buildid_keeper *k;
-	struct copy held = { 0 }, unheld = { 0 };
-	uint64_t s1, s2;
-	char probe[64];
 
-	(void)state;
 	snprintf(probe, sizeof(probe), "/proc/%d/map_files", getpid());
 	if (access(probe, R_OK)) {
 		/* map_files needs CAP_SYS_ADMIN: what the keeper holds is opened through it */
@@ -117,9 +113,31 @@ static void test_held_file_kept(void **state)
 		skip();
 	}
 	assert_non_null(mkdtemp(dir));
-	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	snprintf(cache, cap, "%s/cache", dir);
 	k = buildid_keeper__new(cache, 1ull << 30, why, sizeof(why));
 	assert_non_null(k);
+	return k;
+}
+
+static void clean(const char *dir, struct copy *a, struct copy *b)
+{
+	char cmd[400];
+
+	free(a->bytes);
+	free(b->bytes);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_held_file_kept(void **state)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300];
+	struct buildid_keeper_stats st;
+	struct buildid_keeper *k = start(dir, cache, sizeof(cache));
+	struct copy held = { 0 }, unheld = { 0 };
+	uint64_t s1, s2;
+
+	(void)state;
 
 	make_copy(&held, dir, "held", 0x5a);
 	make_copy(&unheld, dir, "unheld", 0xa5);
@@ -146,36 +164,20 @@ static void test_held_file_kept(void **state)
 	assert_true(kept_as(cache, &held));
 	assert_false(kept_as(cache, &unheld));
 
-	free(held.bytes);
-	free(unheld.bytes);
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		assert_int_equal(system(cmd), 0);
-	}
+	clean(dir, &held, &unheld);
 }
 
 /* Holds past the bound close the oldest: a file held then let go is not kept. */
 static void test_holds_bounded(void **state)
 {
-	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512], probe[64];
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300];
 	struct buildid_keeper_stats st;
-	struct buildid_keeper *k;
+	struct buildid_keeper *k = start(dir, cache, sizeof(cache));
 	struct copy first = { 0 }, last = { 0 };
 	uint8_t other[SFU_BUILD_ID_MAX];
 	uint64_t s1, s2;
 
 	(void)state;
-	snprintf(probe, sizeof(probe), "/proc/%d/map_files", getpid());
-	if (access(probe, R_OK)) {
-		print_message("needs root (CAP_SYS_ADMIN) to open /proc/PID/map_files: not run\n");
-		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(cache, sizeof(cache), "%s/cache", dir);
-	k = buildid_keeper__new(cache, 1ull << 30, why, sizeof(why));
-	assert_non_null(k);
 	make_copy(&first, dir, "first", 0x11);
 	make_copy(&last, dir, "last", 0x22);
 	s1 = (uintptr_t)first.map;
@@ -200,14 +202,7 @@ static void test_holds_bounded(void **state)
 	assert_int_equal(st.unopened, 1);
 	assert_false(kept_as(cache, &first));
 	assert_true(kept_as(cache, &last));
-	free(first.bytes);
-	free(last.bytes);
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		assert_int_equal(system(cmd), 0);
-	}
+	clean(dir, &first, &last);
 }
 
 int main(void)
