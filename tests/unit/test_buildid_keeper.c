@@ -134,7 +134,7 @@ static void test_held_file_kept(void **state)
 	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300];
 	struct buildid_keeper_stats st;
 	struct buildid_keeper *k = start(dir, cache, sizeof(cache));
-	struct copy held = { 0 }, unheld = { 0 };
+	struct copy held = { 0 }, unheld = { 0 }, bogus = { 0 };
 	uint64_t s1, s2;
 
 	(void)state;
@@ -144,25 +144,36 @@ static void test_held_file_kept(void **state)
 	s1 = (uintptr_t)held.map;
 	s2 = (uintptr_t)unheld.map;
 	/* both mapped: only the first is told at its mmap */
-	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path);
+	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096);
 	/* told twice: one hold */
-	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path);
+	buildid_keeper__hold(k, held.id, held.len, getpid(), s1, s1 + 4096);
+	/* a build said to be at a range that holds another file (mapped again since) */
+	memcpy(bogus.id, held.id, held.len);
+	bogus.len = held.len;
+	bogus.id[0] ^= 0xff;
+	buildid_keeper__hold(k, bogus.id, bogus.len, getpid(), s1, s1 + 4096);
 	remove_copy(&held);
 	remove_copy(&unheld);
 	/* their first samples come after both are gone */
 	buildid_keeper__offer(k, held.id, held.len, getpid(), s1, s1 + 4096, held.path, held.path);
 	buildid_keeper__offer(k, unheld.id, unheld.len, getpid(), s2, s2 + 4096, unheld.path,
 			      unheld.path);
+	buildid_keeper__offer(k, bogus.id, bogus.len, getpid(), s1, s1 + 4096, held.path,
+			      held.path);
 	assert_int_equal(buildid_keeper__finish(k, &st), 0);
 	buildid_keeper__free(k);
 
-	assert_int_equal(st.offered, 2);
-	assert_int_equal(st.held, 1);
+	assert_int_equal(st.offered, 3);
+	assert_int_equal(st.held, 2);
+	assert_int_equal(st.mismatched, 1);	/* the held file's build ID is checked */
 	assert_int_equal(st.copied, 1);		/* deleted: no link can be made to it */
 	assert_int_equal(st.linked, 0);
 	assert_int_equal(st.unopened, 1);
 	assert_true(kept_as(cache, &held));
 	assert_false(kept_as(cache, &unheld));
+	bogus.bytes = held.bytes;
+	bogus.size = held.size;
+	assert_false(kept_as(cache, &bogus));
 
 	clean(dir, &held, &unheld);
 }
@@ -182,15 +193,15 @@ static void test_holds_bounded(void **state)
 	make_copy(&last, dir, "last", 0x22);
 	s1 = (uintptr_t)first.map;
 	s2 = (uintptr_t)last.map;
-	buildid_keeper__hold(k, first.id, first.len, getpid(), s1, s1 + 4096, first.path);
+	buildid_keeper__hold(k, first.id, first.len, getpid(), s1, s1 + 4096);
 	/* 256 more builds (made-up IDs, the same mapping) push the first out */
 	memcpy(other, last.id, last.len);
 	for (int i = 0; i < 256; i++) {
 		other[0] = (uint8_t)i;
 		other[1] = 0xee;
-		buildid_keeper__hold(k, other, last.len, getpid(), s2, s2 + 4096, last.path);
+		buildid_keeper__hold(k, other, last.len, getpid(), s2, s2 + 4096);
 	}
-	buildid_keeper__hold(k, last.id, last.len, getpid(), s2, s2 + 4096, last.path);
+	buildid_keeper__hold(k, last.id, last.len, getpid(), s2, s2 + 4096);
 	remove_copy(&first);
 	remove_copy(&last);
 	buildid_keeper__offer(k, first.id, first.len, getpid(), s1, s1 + 4096, first.path,

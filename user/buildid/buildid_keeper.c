@@ -30,7 +30,6 @@
 struct job {
 	struct job *next;
 	int fd;
-	bool checked;		/* the kernel read its build ID from this very file (a hold) */
 	size_t len;
 	uint8_t id[BUILDID_MAX];
 };
@@ -237,7 +236,7 @@ static int take_hold(struct buildid_keeper *k, const uint8_t *id, size_t len)
 }
 
 void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
-			  uint64_t start, uint64_t end, const char *map_path)
+			  uint64_t start, uint64_t end)
 {
 	struct hold *h;
 	bool known;
@@ -254,7 +253,13 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 	pthread_mutex_unlock(&k->lock);
 	if (known)
 		return;		/* offered (kept or not), or held already */
-	fd = open_module(pid, start, end, map_path, NULL);
+	/*
+	 * the mapped file itself, nothing found by its path (which may name a
+	 * file replaced since); its build ID is checked when it is kept (the
+	 * range may have been mapped again by then: a non-PIE program exec'd
+	 * at the same address)
+	 */
+	fd = open_module(pid, start, end, NULL, NULL);
 	if (fd < 0)
 		return;
 	pthread_mutex_lock(&k->lock);
@@ -312,7 +317,6 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 	} else {
 		job->next = NULL;
 		job->fd = fd;
-		job->checked = held;
 		job->len = len;
 		memcpy(job->id, id, len);
 		*k->tail = job;
@@ -554,8 +558,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		return;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
-	    (!job->checked &&
-	     (read_build_id(job->fd, id) != job->len || memcmp(id, job->id, job->len)))) {
+	    read_build_id(job->fd, id) != job->len || memcmp(id, job->id, job->len)) {
 		k->st.mismatched++;
 		return;
 	}

@@ -58,8 +58,8 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 			   const char *module_path);
 
 /**
- * buildid_keeper__hold() - a file process @pid maps now at @start-@end (an
- * mmap event), held open for a while (10 s, at most 256 files, the oldest
+ * buildid_keeper__hold() - the file process @pid maps now at @start-@end (an
+ * mmap event; opened through /proc/PID/map_files, never by path), held open for a while (10 s, at most 256 files, the oldest
  * let go first) in case a sample hits it: a short-lived process has often
  * exited, and its binary been deleted, by the time its first sample is
  * written and the file offered. An offer of the build ID takes the file
@@ -68,7 +68,7 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
  * draining the ring).
  */
 void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
-			  uint64_t start, uint64_t end, const char *map_path);
+			  uint64_t start, uint64_t end);
 
 /**
  * buildid_keeper__finish() - keep what was offered, evict down to the bound,

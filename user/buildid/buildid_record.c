@@ -38,7 +38,8 @@ void buildid_record__module(void *ctx, uint32_t pid, const struct sfu_mapping *m
 void buildid_record__map(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
 			 const struct sfu_build_id *id, const char *path)
 {
-	buildid_keeper__hold(ctx, id->bytes, id->len, pid, start, end, path);
+	(void)path;	/* the mapped file is held, not what its path names now */
+	buildid_keeper__hold(ctx, id->bytes, id->len, pid, start, end);
 }
 
 static double mib(uint64_t bytes)
