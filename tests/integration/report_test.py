@@ -459,6 +459,7 @@ def diff_counters(a, b, what_a, what_b):
 
 
 _UNNAMED_OFFSET = re.compile(r'\+0x[0-9a-f]+(?=(_\[k\])?$)')
+_BRACKETED = re.compile(r'^\[([^\]]+)\]$')
 
 
 def check_fold(ctx, ksyms, prof, path, script_text, modules, what):
@@ -482,6 +483,10 @@ def check_fold(ctx, ksyms, prof, path, script_text, modules, what):
                     # stackcollapse strips the offset of the script's module+0xOFFSET
                     # names; export keeps it
                     k = ';'.join(_UNNAMED_OFFSET.sub('', f) for f in k.split(';'))
+                # export folds an unnamed frame into [module] (perf's [unknown] made
+                # useful), stackcollapse of script's module+0xOFFSET into module (CI: a
+                # page fault under an unnamed libc frame): compared without the brackets
+                k = ';'.join(_BRACKETED.sub(r'\1', f) for f in k.split(';'))
                 out[k] += v
             return out
         d = diff_counters(frames_only(mine), frames_only(theirs, strip=True),
