@@ -19,6 +19,7 @@
 #include "cmds.h"
 #include "outdir.h"
 #include "push.h"
+#include "record/lost.h"
 #include "record/pipeline.h"
 #include "record/sampler.h"
 #include "record/sizes.h"
@@ -142,7 +143,7 @@ struct agent {
 	uint64_t from, until;		/* Unix seconds */
 	uint64_t cut_mono;		/* until, on CLOCK_MONOTONIC */
 	/* totals */
-	uint64_t lost_seen, lost_written;
+	uint64_t lost_written;
 	uint64_t windows, samples, failed_windows, lost_total;
 	int err;			/* stops the agent */
 };
@@ -459,30 +460,10 @@ static uint64_t window_end(const struct agent *a, uint64_t t)
 	return (t / a->window + 1) * a->window;
 }
 
-static uint64_t lost_now(struct agent *a)
-{
-	struct pipeline_stats ps;
-
-	pipeline__stats(a->pipeline, &ps);
-	return sampler__lost(a->sampler) + ps.dropped;
-}
-
 /* Into the current window: the samples lost since the last window. @return 0 or -errno. */
 static int write_lost(struct agent *a)
 {
-	uint64_t lost = lost_now(a);
-	int err = 0;
-
-	if (lost > a->lost_written) {
-		struct profile_lost rec = { now_ns(CLOCK_MONOTONIC), UINT32_MAX, lost - a->lost_written };
-
-		pthread_mutex_lock(&a->wlock);
-		err = profile_writer__lost(a->w, &rec);
-		pthread_mutex_unlock(&a->wlock);
-		if (!err)
-			a->lost_written = lost;
-	}
-	return err;
+	return record_write_lost(a->sampler, a->pipeline, a->w, &a->wlock, &a->lost_written);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "cmds.h"
 #include "events.h"
 #include "flight.h"
+#include "lost.h"
 #include "pipeline.h"
 #include "sampler.h"
 #include "sizes.h"
@@ -637,32 +638,10 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 	fputc('\n', stderr);
 }
 
-/* Samples lost so far, every cause: the ring, the reader's late queue, the unwinders' queue. */
-static uint64_t lost_now(struct record *r)
-{
-	struct pipeline_stats ps;
-
-	pipeline__stats(r->pipeline, &ps);
-	return sampler__lost(r->sampler) + ps.dropped;
-}
-
 /* Write the lost samples counted since the last call. @return 0 or -errno. */
 static int write_lost(struct record *r)
 {
-	uint64_t lost = lost_now(r);
-	int err = 0;
-
-	if (lost > r->lost_written) {
-		struct profile_lost rec = { now_ns(CLOCK_MONOTONIC), UINT32_MAX,
-					    lost - r->lost_written };
-
-		pthread_mutex_lock(&r->wlock);
-		err = profile_writer__lost(r->w, &rec);
-		pthread_mutex_unlock(&r->wlock);
-		if (!err)
-			r->lost_written = lost;
-	}
-	return err;
+	return record_write_lost(r->sampler, r->pipeline, r->w, &r->wlock, &r->lost_written);
 }
 
 /* On a terminal, a line rewritten every second; the summary replaces it at the end. */
