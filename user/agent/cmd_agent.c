@@ -145,6 +145,7 @@ struct agent {
 	/* totals */
 	uint64_t lost_written;
 	uint64_t windows, samples, failed_windows, lost_total;
+	uint64_t empty_windows;		/* written with no sample: no payload to push */
 	int err;			/* stops the agent */
 };
 
@@ -496,6 +497,8 @@ static void finish_window(struct agent *a, struct profile_writer *w, int dirfd, 
 	}
 	close(dirfd);
 	a->windows++;
+	if (!samples)
+		a->empty_windows++;
 	a->samples += samples;
 	window_name(path, sizeof(path), a->win_dir, from, until);
 	if (a->output_dir)
@@ -684,6 +687,9 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 		" payloads (%" PRIu64 " bytes) still spooled\n",
 		st->windows, st->payloads, st->pushed, st->failures, st->refused, st->dropped,
 		st->bad_windows, st->spooled, st->spooled_bytes);
+	if (a->empty_windows)
+		fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows held no sample: nothing "
+			"pushed for them\n", a->empty_windows);
 }
 
 int cmd_agent(int argc, char **argv)
