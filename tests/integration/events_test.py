@@ -379,11 +379,14 @@ def case_errors(ctx):
 # --- off-CPU ---
 
 def timehist_blocks(ctx, data, tids, min_ms):
-    """Per thread of @tids: its blocks of @min_ms or more, in order, each (its time
-    off the CPU in ns: wait + scheduling delay, the run after it in ms), as perf
-    sched timehist computes them from sched_switch and sched_wakeup. timehist
-    prints a line when a thread leaves the CPU: a thread's last block, before its
-    last run and its exit, has none."""
+    """Per thread of @tids: its blocks of @min_ms or more off the CPU, in order,
+    each (its time off the CPU in ns: wait + scheduling delay, the run after it in
+    ms), as perf sched timehist computes them from sched_switch and sched_wakeup.
+    The bound applies to the sum, as --off-cpu-thresh does to switch-out to
+    switch-in: a thread woken while it was still switching out has a wait of 0
+    and all of its block in the delay. timehist prints a line when a thread
+    leaves the CPU: a thread's last block, before its last run and its exit, has
+    none."""
     p = run(['perf', 'sched', 'timehist', '-i', data], check=False)
     if p.returncode:
         return None
@@ -392,10 +395,11 @@ def timehist_blocks(ctx, data, tids, min_ms):
                          r'([\d.]+)')
     for line in p.stdout.splitlines():
         m = line_re.match(line)
-        if m and int(m.group(1)) in blocks and float(m.group(2)) >= min_ms:
+        if m and int(m.group(1)) in blocks:
             # task[tid/pid], or task[pid] for a main thread
-            blocks[int(m.group(1))].append(((float(m.group(2)) + float(m.group(3))) * 1e6,
-                                            float(m.group(4))))
+            off_ms = float(m.group(2)) + float(m.group(3))
+            if off_ms >= min_ms:
+                blocks[int(m.group(1))].append((off_ms * 1e6, float(m.group(4))))
     return blocks
 
 
@@ -509,6 +513,9 @@ def case_offcpu(ctx):
                 theirs = th[truth[k][1]]
                 n = min(len(mine), len(theirs))
                 log(f'{k}: {len(mine)} blocks recorded, timehist sees {len(theirs)}')
+                if not len(mine) - 1 <= len(theirs) <= len(mine):
+                    log(f'{k}: sfprof (ms): {[round(w / 1e6, 2) for _, w in mine]}')
+                    log(f'{k}: timehist (ms): {[round(t / 1e6, 2) for t, _ in theirs]}')
                 expect(len(mine) - 1 <= len(theirs) <= len(mine), fails,
                        f'{k}: {len(mine)} blocks recorded, timehist sees {len(theirs)}')
                 want[k] = sum(t for t, _ in theirs[:n])
