@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sfprof agent: the whole system sampled until stopped, cut into windows, each a whole profile, kept and/or pushed. */
+#include <bpf/libbpf.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -705,6 +706,7 @@ int cmd_agent(int argc, char **argv)
 	struct sampler_cbs cbs = { on_sample, on_task_event };
 	struct pipeline_opts popts;
 	struct sampler_opts sopts;
+	int ncpus;
 	struct sigaction sa;
 	struct push_stats pst = { 0 };
 	char msg[512];
@@ -746,8 +748,10 @@ int cmd_agent(int argc, char **argv)
 	a.w = open_window(&a, a.from, &a.w_dirfd, a.w_tmp, sizeof(a.w_tmp));
 	if (!a.w)
 		goto out;
+	ncpus = libbpf_num_possible_cpus();
 	sopts = (struct sampler_opts){ .freq_hz = a.freq, .stack_size = DEFAULT_STACK,
-				       .ring_bytes = record_ring_bytes(a.max_memory) };
+				       .ring_bytes = rate_ring_bytes(a.max_memory, a.freq,
+								       ncpus > 0 ? ncpus : 256) };
 	a.sampler = sampler__new(&sopts, &cbs, &a, msg, sizeof(msg));
 	if (!a.sampler) {
 		fprintf(stderr, "sfprof agent: %s\n", msg);

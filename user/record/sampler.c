@@ -558,6 +558,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 {
 	struct sampler *s = calloc(1, sizeof(*s));
 	const char *capture;
+	uint32_t ring_bytes;
 	int e;
 
 	if (!s) {
@@ -602,7 +603,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->skel->rodata->filter_tids = opts->filter_tids;
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
-	bpf_map__set_max_entries(s->skel->maps.samples, opts->ring_bytes ? opts->ring_bytes : RING_BYTES);
+	ring_bytes = opts->ring_bytes ? opts->ring_bytes : RING_BYTES;
+	/* woken at 4 MiB waiting, or half of a smaller ring (that would only fill) */
+	if (s->skel->rodata->wakeup_bytes > ring_bytes / 2)
+		s->skel->rodata->wakeup_bytes = ring_bytes / 2;
+	bpf_map__set_max_entries(s->skel->maps.samples, ring_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	if (sample_bpf__load(s->skel)) {
 		e = errno;

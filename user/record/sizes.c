@@ -38,3 +38,22 @@ uint32_t record_ring_bytes(uint64_t max_memory)
 		bytes >>= 1;
 	return bytes;
 }
+
+/*
+ * The reader polls every 100 ms and is woken when the ring is half full, so a
+ * quarter of a second of samples at the largest copy (64 KiB of user stack,
+ * the kernel stack and the header) is room to spare.
+ */
+#define SAMPLE_MAX_BYTES	(66u << 10)
+#define RING_SECS_DIV		4
+#define RING_MIN_BYTES		(1u << 20)
+
+uint32_t rate_ring_bytes(uint64_t max_memory, uint32_t freq_hz, unsigned ncpus)
+{
+	uint32_t cap = record_ring_bytes(max_memory), bytes = RING_MIN_BYTES;
+	uint64_t need = (uint64_t)freq_hz * ncpus * SAMPLE_MAX_BYTES / RING_SECS_DIV;
+
+	while (bytes < cap && bytes < need)
+		bytes <<= 1;
+	return bytes;
+}
