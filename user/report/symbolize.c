@@ -30,6 +30,7 @@ struct sym_module {
 	int dwarf_fd;
 	Dwarf *dwarf;
 	bool dwarf_tried;
+	uint64_t dwarf_used;	/* the round when its DWARF was last asked for */
 	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
 	struct elf_sym *syms;	/* functions and code labels, by address; read on first use */
 	size_t nsyms;
@@ -98,12 +99,26 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	return s;
 }
 
+/* Let go of @m's DWARF and what is kept by its strings' addresses; opened again when asked. */
+static void module_drop_dwarf(struct sym_module *m)
+{
+	hmap__free_values(m->die_names, free);
+	hmap__free_values(m->paths, free);
+	m->die_names = m->paths = NULL;
+	if (m->dwarf)
+		dwarf_end(m->dwarf);
+	if (m->dwarf_fd >= 0)
+		close(m->dwarf_fd);
+	m->dwarf = NULL;
+	m->dwarf_fd = -1;
+	m->dwarf_tried = false;
+}
+
 static void module_free(struct sym_module *m)
 {
 	free(m->syms);
 	free(m->dsyms);
-	hmap__free_values(m->die_names, free);
-	hmap__free_values(m->paths, free);
+	module_drop_dwarf(m);
 	for (int i = 0; i < 2; i++) {
 		if (m->sym_elf[i])
 			elf_end(m->sym_elf[i]);
@@ -112,10 +127,6 @@ static void module_free(struct sym_module *m)
 	}
 	sfu_module__put(m->bin);
 	sfu_module__put(m->dbg);
-	if (m->dwarf)
-		dwarf_end(m->dwarf);
-	if (m->dwarf_fd >= 0)
-		close(m->dwarf_fd);
 	hmap__free_values(m->names, free);
 	free(m->path);
 	free(m->key);
@@ -337,6 +348,14 @@ size_t symbolizer__trim(struct symbolizer *s, unsigned idle_rounds)
 
 		/* a module found nowhere is looked for again: its file may have been kept since */
 		if (m->bin && s->round - m->used <= idle_rounds) {
+			/*
+			 * Its names stay (copies); its DWARF, not asked for in
+			 * as many rounds, goes: libdw holds a debug file's
+			 * compressed sections inflated (11.7 MiB for Debian's
+			 * libc6-dbg), and opening it again inflates them again.
+			 */
+			if (m->dwarf_tried && s->round - m->dwarf_used > idle_rounds)
+				module_drop_dwarf(m);
 			link = &m->next;
 			continue;
 		}
@@ -435,6 +454,7 @@ static void module_dwarf(struct sym_module *m)
 {
 	const char *path;
 
+	m->dwarf_used = m->used;
 	if (m->dwarf_tried)
 		return;
 	m->dwarf_tried = true;

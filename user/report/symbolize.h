@@ -54,8 +54,11 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
  * symbolizer__trim() - one round ends (an agent's window): let go of the
  * modules not asked for in the last @idle_rounds rounds, and of those found
  * nowhere (looked for again when asked: their file may be kept by build ID
- * since). What the kernel's symbols hold stays. Names given out of a module
- * let go are gone with it. @return the modules let go.
+ * since), and of the DWARF of those whose DWARF was not asked for in as
+ * many rounds (opened again when asked). What the
+ * kernel's symbols hold stays. Names given out of a module let go are gone
+ * with it, as are source file names given out of any. @return the modules
+ * let go.
  */
 size_t symbolizer__trim(struct symbolizer *s, unsigned idle_rounds);
 
