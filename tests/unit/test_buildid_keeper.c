@@ -216,11 +216,89 @@ static void test_holds_bounded(void **state)
 	clean(dir, &first, &last);
 }
 
+/* An entry of another recording's: @size bytes under build @id, last used at @when (its mtime). */
+static void old_entry(const char *cache, const uint8_t *id, size_t len, size_t size, time_t when)
+{
+	char path[4096], cmd[4200];
+	struct timespec t[2] = { { when, 0 }, { when, 0 } };
+	int fd;
+
+	assert_int_equal(buildid_path(path, sizeof(path), cache, id, len, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+	assert_int_equal(system(cmd), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size), 0);
+	assert_int_equal(futimens(fd, t), 0);
+	close(fd);
+}
+
+static bool entry_there(const char *cache, const uint8_t *id, size_t len)
+{
+	char path[4096];
+
+	assert_int_equal(buildid_path(path, sizeof(path), cache, id, len, NULL), 0);
+	return !access(path, F_OK);
+}
+
+/*
+ * The bound evicts the tree's entries oldest use first, never one this
+ * recording used: four entries of 64 KiB used at 1000, 2000, 3000 and 4000
+ * s, the oldest the build of a file offered now (there already: used, so
+ * not evicted), and a new build that needs room for itself and 1.5 entries
+ * less than they hold: the second and third go, the first and fourth stay.
+ */
+static void test_eviction_order(void **state)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512];
+	struct buildid_keeper_stats st;
+	struct buildid_keeper *k;
+	struct copy used = { 0 }, fresh = { 0 };
+	uint8_t ids[3][SFU_BUILD_ID_MAX];
+	const size_t entry = 64 << 10;
+	uint64_t s1, s2;
+
+	(void)state;
+	/* the bound depends on the copies' size: this first keeper only makes the cache */
+	k = start(dir, cache, sizeof(cache));
+	buildid_keeper__free(k);
+	make_copy(&used, dir, "used", 0x33);
+	make_copy(&fresh, dir, "fresh", 0x44);
+	old_entry(cache, used.id, used.len, entry, 1000);
+	for (int i = 0; i < 3; i++) {
+		memcpy(ids[i], used.id, used.len);
+		ids[i][0] ^= 0x80 | i;
+		old_entry(cache, ids[i], used.len, entry, 2000 + 1000 * i);
+	}
+	k = buildid_keeper__new(cache, 4 * entry + fresh.size - entry * 3 / 2, why, sizeof(why));
+	assert_non_null(k);
+	s1 = (uintptr_t)used.map;
+	s2 = (uintptr_t)fresh.map;
+	buildid_keeper__offer(k, used.id, used.len, getpid(), s1, s1 + 4096, used.path, used.path);
+	buildid_keeper__offer(k, fresh.id, fresh.len, getpid(), s2, s2 + 4096, fresh.path,
+			      fresh.path);
+	assert_int_equal(buildid_keeper__finish(k, &st), 0);
+	buildid_keeper__free(k);
+	assert_int_equal(st.present, 1);
+	assert_int_equal(st.linked + st.copied, 1);
+	assert_int_equal(st.evicted, 2);
+	assert_int_equal(st.evicted_bytes, 2 * entry);
+	assert_true(entry_there(cache, used.id, used.len));
+	assert_false(entry_there(cache, ids[0], used.len));
+	assert_false(entry_there(cache, ids[1], used.len));
+	assert_true(entry_there(cache, ids[2], used.len));
+	assert_true(kept_as(cache, &fresh));
+	remove_copy(&used);
+	remove_copy(&fresh);
+	clean(dir, &used, &fresh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_held_file_kept),
 		cmocka_unit_test(test_holds_bounded),
+		cmocka_unit_test(test_eviction_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

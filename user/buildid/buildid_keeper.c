@@ -65,8 +65,10 @@ struct buildid_keeper {
 	struct buildid_keeper_stats st;	/* offered, unopened, dropped, offer_ns_max under lock */
 	int err;
 	/* the thread's own */
-	struct entry *entries;
+	struct entry *entries;	/* the tree's, by use (oldest first); then this recording's */
 	size_t nentries, entries_cap;
+	size_t nscanned;	/* the tree's, sorted */
+	size_t evict_next;	/* before it: gone or mine */
 	bool scanned;
 	uint64_t held;
 };
@@ -165,6 +167,7 @@ struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes, 
 		goto fail;
 	}
 	k->started = true;
+	pthread_setname_np(k->thread, "sfprof-keeper");	/* as top -H and /proc show it */
 	return k;
 fail:
 	if (k) {
@@ -391,6 +394,17 @@ static int add_entry(struct buildid_keeper *k, const char *path, const struct st
 	return 0;
 }
 
+static int by_use(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	if (x->used.tv_nsec != y->used.tv_nsec)
+		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
 /* What the tree holds now: its entries, their sizes and when they were last used. */
 static void scan(struct buildid_keeper *k)
 {
@@ -426,17 +440,9 @@ static void scan(struct buildid_keeper *k)
 		closedir(sub);
 	}
 	closedir(d);
-}
-
-static int by_use(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	if (x->used.tv_nsec != y->used.tv_nsec)
-		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-	return strcmp(x->path, y->path);
+	/* sorted once: what the tree had is evicted oldest first, and found by when it was used */
+	qsort(k->entries, k->nentries, sizeof(*k->entries), by_use);
+	k->nscanned = k->nentries;
 }
 
 /*
@@ -445,18 +451,12 @@ static int by_use(const void *a, const void *b)
  */
 static bool make_room(struct buildid_keeper *k, uint64_t need)
 {
-	bool sorted = false;
-
 	if (need > k->max_bytes)
 		return false;
-	for (size_t i = 0; k->held + need > k->max_bytes && i < k->nentries; i++) {
-		struct entry *e;
+	/* this recording's entries, after the tree's, are all mine: never evicted */
+	for (; k->held + need > k->max_bytes && k->evict_next < k->nscanned; k->evict_next++) {
+		struct entry *e = &k->entries[k->evict_next];
 
-		if (!sorted) {
-			qsort(k->entries, k->nentries, sizeof(*k->entries), by_use);
-			sorted = true;
-		}
-		e = &k->entries[i];
 		if (e->mine || e->gone)
 			continue;
 		if (unlink(e->path) && errno != ENOENT)
@@ -469,15 +469,22 @@ static bool make_room(struct buildid_keeper *k, uint64_t need)
 	return k->held + need <= k->max_bytes;
 }
 
-/* Mark an entry of the tree as used by this recording (its mtime is when it was last used). */
-static void touch(struct buildid_keeper *k, const char *path)
+/*
+ * Mark an entry of the tree as used by this recording (its mtime is when it
+ * was last used, @st's): found by it among the tree's sorted entries, or by
+ * a walk of them when another recording used it since the tree was read.
+ * This recording's own entries are mine already.
+ */
+static void touch(struct buildid_keeper *k, const char *path, const struct stat *st)
 {
-	for (size_t i = 0; i < k->nentries; i++) {
-		if (!k->entries[i].gone && !strcmp(k->entries[i].path, path)) {
-			k->entries[i].mine = true;
-			break;
-		}
-	}
+	struct entry key = { .path = (char *)path, .used = st->st_mtim };
+	struct entry *e = bsearch(&key, k->entries, k->nscanned, sizeof(key), by_use);
+
+	for (size_t i = 0; !e && i < k->nscanned; i++)
+		if (!k->entries[i].gone && !strcmp(k->entries[i].path, path))
+			e = &k->entries[i];
+	if (e)
+		e->mine = true;
 	utimensat(AT_FDCWD, path, NULL, 0);
 }
 
@@ -554,7 +561,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		return;
 	if (!lstat(dest, &st) && S_ISREG(st.st_mode)) {
 		k->st.present++;
-		touch(k, dest);
+		touch(k, dest, &st);
 		return;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
