@@ -670,6 +670,7 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 		goto fail;
 	}
 	p->started = true;
+	pthread_setname_np(p->thread, "sfprof-push");	/* as top -H and /proc show it */
 	return p;
 fail:
 	if (!err[0])

@@ -580,6 +580,8 @@ static void *worker(void *arg)
 
 int pipeline__start(struct pipeline *pl)
 {
+	char name[16];
+
 	if (pl->prepare) {
 		int err = prepare__start(pl->prepare);
 
@@ -593,6 +595,8 @@ int pipeline__start(struct pipeline *pl)
 		if (err)
 			return -err;
 		sh->started = true;
+		snprintf(name, sizeof(name), "sfprof-unw%u", i);	/* as top -H and /proc show it */
+		pthread_setname_np(sh->thread, name);
 	}
 	return 0;
 }

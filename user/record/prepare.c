@@ -180,6 +180,7 @@ int prepare__start(struct prepare *p)
 	if (err)
 		return -err;
 	p->started = true;
+	pthread_setname_np(p->thread, "sfprof-prepare");	/* as top -H and /proc show it */
 	return 0;
 }
 
