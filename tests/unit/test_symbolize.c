@@ -221,10 +221,87 @@ static void test_cases(void **state)
 	}
 }
 
+/* The value of symbol @name in @path's .symtab. */
+static uint64_t sym_value(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	uint64_t value = 0;
+	Elf *e;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(e);
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		GElf_Shdr sh;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !d)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++)
+			if (gelf_getsym(d, (int)i, &sym) &&
+			    !strcmp(elf_strptr(e, sh.sh_link, sym.st_name), name))
+				value = sym.st_value;
+	}
+	elf_end(e);
+	close(fd);
+	assert_true(value != 0);
+	return value;
+}
+
+static void expect_name(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
+			const char *want)
+{
+	/* a library's text is at the same file offset as its address */
+	const struct sym_mapping map = { MAP_START, 0, PROT_READ | PROT_EXEC };
+	struct sym_info info;
+
+	assert_true(symbolizer__lookup_mapped(s, m, MAP_START + vaddr, &map, false, &info));
+	if (strcmp(info.name, want) || info.offset)
+		fail_msg("%#llx: got %s+%#llx, want %s", (unsigned long long)vaddr, info.name,
+			 (unsigned long long)info.offset, want);
+}
+
+/*
+ * An aliased function is named by its DWARF name (impl_one, not one_alias,
+ * which perf's loader keeps without DWARF), before a trim lets go of the
+ * module's DWARF and after: asked again, the names of all aliased functions
+ * are made at once from the DWARF opened again, and stay right.
+ */
+static void test_dwarf_names_across_trims(void **state)
+{
+	uint64_t one = sym_value(ALIAS_FIXTURE, "impl_one"), two = sym_value(ALIAS_FIXTURE,
+									   "impl_two");
+	struct symbolizer *s = symbolizer__new(&(struct symbolizer_opts){ .no_debuginfod = true,
+									   .no_lines = true });
+	struct sym_module *m;
+
+	(void)state;
+	assert_non_null(s);
+	m = symbolizer__module(s, (const uint8_t *)"", 0, ALIAS_FIXTURE);
+	assert_true(sym_module__found(m));
+	expect_name(s, m, one, "impl_one");
+	/* round 1: the module and its DWARF, asked for in round 0, stay */
+	assert_int_equal(symbolizer__trim(s, 1), 0);
+	assert_ptr_equal(symbolizer__module(s, (const uint8_t *)"", 0, ALIAS_FIXTURE), m);
+	/* round 2: the module stays (asked for in round 1), its DWARF goes */
+	assert_int_equal(symbolizer__trim(s, 1), 0);
+	assert_ptr_equal(symbolizer__module(s, (const uint8_t *)"", 0, ALIAS_FIXTURE), m);
+	expect_name(s, m, two, "impl_two");
+	expect_name(s, m, one, "impl_one");
+	/* two idle rounds: the module goes */
+	assert_int_equal(symbolizer__trim(s, 1), 0);
+	assert_int_equal(symbolizer__trim(s, 1), 1);
+	symbolizer__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_dwarf_names_across_trims),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,8 @@ struct sym_module {
 	Dwarf *dwarf;
 	bool dwarf_tried;
 	uint64_t dwarf_used;	/* the round when its DWARF was last asked for */
+	unsigned dwarf_opens;
+	struct hmap *dwarf_names;	/* an aliased function's start -> its DWARF name or "" (char *) */
 	struct hmap *names;	/* symbol start -> its demangled name (char *), made on first use */
 	struct elf_sym *syms;	/* functions and code labels, by address; read on first use */
 	size_t nsyms;
@@ -128,6 +130,7 @@ static void module_free(struct sym_module *m)
 	sfu_module__put(m->bin);
 	sfu_module__put(m->dbg);
 	hmap__free_values(m->names, free);
+	hmap__free_values(m->dwarf_names, free);
 	free(m->path);
 	free(m->key);
 	free(m);
@@ -462,6 +465,8 @@ static void module_dwarf(struct sym_module *m)
 	m->dwarf_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (m->dwarf_fd >= 0)
 		m->dwarf = dwarf_begin(m->dwarf_fd, DWARF_C_READ);
+	if (m->dwarf)
+		m->dwarf_opens++;
 }
 
 /*
@@ -777,15 +782,14 @@ static const char *best_alias(struct sym_module *m, uint64_t start)
  * The DWARF name of the function starting at @start: the subprogram of its
  * compilation unit whose ranges hold it, through its abstract origin (not
  * dwarf_getscopes(), which gives an inlined callee's abstract scopes instead
- * of the function it was inlined into). @return NULL when there is no DWARF
- * or no such subprogram.
+ * of the function it was inlined into), in @m's DWARF if open. @return NULL
+ * when there is none or no such subprogram.
  */
-static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
+static const char *dwarf_func_name_at(struct sym_module *m, uint64_t start)
 {
 	Dwarf_Die cu, die;
 	int more;
 
-	module_dwarf(m);
 	if (!m->dwarf || !dwarf_addrdie(m->dwarf, start, &cu) || dwarf_child(&cu, &die))
 		return NULL;
 	for (more = 0; !more; more = dwarf_siblingof(&die, &die)) {
@@ -799,6 +803,53 @@ static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
 			       dwarf_formstring(&attr) : NULL;
 	}
 	return NULL;
+}
+
+/*
+ * The DWARF names of every function of @m with aliases or a versioned name,
+ * made at once from its open DWARF: for a module whose DWARF a trim let go
+ * and that is asked again (an agent's libc, a new aliased function every few
+ * windows), instead of inflating its debug sections again for each.
+ */
+static void make_dwarf_names(struct sym_module *m)
+{
+	module_syms(m);
+	if (!m->dwarf || !(m->dwarf_names = hmap__new(HMAP_U64)))
+		return;
+	for (size_t i = 0, j; i < m->nsyms; i = j) {
+		uint64_t start = m->syms[i].addr;
+		size_t funcs = 0;
+		bool versioned = false;
+		const char *dw;
+		char *copy;
+
+		for (j = i; j < m->nsyms && m->syms[j].addr == start; j++) {
+			funcs += !m->syms[j].label;
+			versioned |= strchr(m->syms[j].name, '@') != NULL;
+		}
+		if (funcs < 2 && !versioned)
+			continue;
+		dw = dwarf_func_name_at(m, start);
+		if (!(copy = strdup(dw ? dw : "")) || hmap__set_u64(m->dwarf_names, start,
+								   (uintptr_t)copy))
+			free(copy);
+	}
+}
+
+/* dwarf_func_name_at(), from the names made at once when there are, opening the DWARF if need be. */
+static const char *dwarf_func_name(struct sym_module *m, uint64_t start)
+{
+	uint64_t *v;
+
+	if (m->dwarf_names && !hmap__find_u64(m->dwarf_names, start, &v))
+		return *(const char *)(uintptr_t)*v ? (const char *)(uintptr_t)*v : NULL;
+	module_dwarf(m);
+	if (m->dwarf_opens > 1 && !m->dwarf_names) {
+		make_dwarf_names(m);
+		if (m->dwarf_names && !hmap__find_u64(m->dwarf_names, start, &v))
+			return *(const char *)(uintptr_t)*v ? (const char *)(uintptr_t)*v : NULL;
+	}
+	return dwarf_func_name_at(m, start);
 }
 
 bool symbolizer__lookup_mapped(struct symbolizer *s, struct sym_module *m, uint64_t addr,
