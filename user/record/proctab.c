@@ -243,6 +243,15 @@ static int read_mount_namespace(struct proctab_proc *p)
 	return mnt_ns || errno == ENOENT || errno == ESRCH ? 0 : errno;
 }
 
+static int read_pid_namespace(struct proctab_proc *p)
+{
+	uint64_t pid_ns = ns_inode(p->pid, "pid");
+
+	if (pid_ns)
+		p->pid_ns = pid_ns;
+	return pid_ns || errno == ENOENT || errno == ESRCH ? 0 : errno;
+}
+
 /* PPid and the innermost NSpid from /proc/PID/status. */
 static void read_status(struct proctab_proc *p)
 {
@@ -705,12 +714,17 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	child->pub.pid_ns = parent->pub.pid_ns;
 	child->pub.mnt_ns = parent->pub.mnt_ns;
 	child->pub.ns_pid = child->pub.pid;
-	/* a child starts in its parent's cgroup: kept if it is gone before it can be read */
+	/*
+	 * A child starts in its parent's cgroup and mount namespace: read
+	 * again at its exec, which is when they change (a container runtime's
+	 * child joins its cgroup and namespaces, then execs; a clone into new
+	 * ones execs too). Its PID namespace is read now, while it lives: it
+	 * is the one the parent's children get (an unshare -p then a fork),
+	 * and an exec does not change it.
+	 */
 	child->pub.cgroup = parent->pub.cgroup ? strdup(parent->pub.cgroup) : NULL;
-	/* its pid and namespaces (clone may have made new ones), while it lives */
-	child->ns_err = read_namespaces(&child->pub);
+	child->ns_err = read_pid_namespace(&child->pub);
 	read_pid_in_ns(t, &child->pub);
-	read_cgroup(&child->pub);
 	if (parent->maps_pending || parent->npending) {
 		/*
 		 * The parent's files were never opened here (not sampled, or
