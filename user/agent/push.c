@@ -50,6 +50,7 @@ struct pusher {
 	unsigned tries;			/* failures in a row: the backoff's exponent */
 	uint64_t retry_at;		/* CLOCK_MONOTONIC ns; 0 now */
 	bool said_down;			/* the failure was said; the next success is said too */
+	bool spool_empty;		/* nothing spooled waits: a new payload may go straight */
 	/*
 	 * The pusher thread's, kept from one window to the next: the kernel's
 	 * symbols and the libraries every window names are read once, not
@@ -226,6 +227,155 @@ out:
 	return err;
 }
 
+/* --- pushing --- */
+
+static size_t discard_body(void *data, size_t size, size_t n, void *ctx)
+{
+	(void)data;
+	(void)ctx;
+	return size * n;
+}
+
+/* POST one payload. @return the HTTP status, or 0 when no answer came (curl's error in @why). */
+static long post(struct pusher *p, const char *query, const uint8_t *body, size_t len,
+		 char *why, size_t whylen)
+{
+	size_t ulen = strlen(p->url) + strlen(query) + 2;
+	char *url = malloc(ulen), errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	CURLcode rc;
+
+	if (!url) {
+		snprintf(why, whylen, "out of memory");
+		return 0;
+	}
+	snprintf(url, ulen, "%s%s%s", p->url, strchr(p->url, '?') ? "&" : "?", query);
+	curl_easy_setopt(p->curl, CURLOPT_URL, url);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, errbuf);
+	rc = curl_easy_perform(p->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+	else
+		snprintf(why, whylen, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	free(url);
+	return status;
+}
+
+/* Wait before the next try: doubling from 1 s up to the bound, less a random part of up to half (jitter). */
+static void backoff(struct pusher *p)
+{
+	double secs = FIRST_BACKOFF_SECS;
+	uint32_t r = 0;
+
+	for (unsigned i = 0; i < p->tries && secs < p->o.max_backoff_secs; i++)
+		secs *= 2;
+	if (secs > p->o.max_backoff_secs)
+		secs = p->o.max_backoff_secs;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint32_t)mono_ns();
+	/* many agents restarted by one outage must not come back in step */
+	secs *= 0.5 + 0.5 * (r / 4294967296.0);
+	p->tries++;
+	p->retry_at = mono_ns() + (uint64_t)(secs * 1e9);
+}
+
+enum pushed { PUSHED, REFUSED, FAILED };
+
+/* POST one payload; the answer counted and said. @return what became of it. */
+static enum pushed push_one(struct pusher *p, const char *query, const uint8_t *body, size_t len)
+{
+	char why[CURL_ERROR_SIZE + 64] = "";
+	long status = post(p, query, body, len, why, sizeof(why));
+
+	if (status >= 200 && status < 300) {
+		pthread_mutex_lock(&p->lock);
+		p->st.pushed++;
+		pthread_mutex_unlock(&p->lock);
+		if (p->said_down && p->o.log)
+			fprintf(p->o.log, "sfprof agent: %s takes pushes again\n", p->url);
+		p->said_down = false;
+		p->tries = 0;
+		return PUSHED;
+	}
+	if (status >= 400 && status < 500 && status != 408 && status != 429) {
+		/* refused for what it is: trying again cannot help */
+		if (p->o.log)
+			fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld): dropped\n",
+				p->url, status);
+		pthread_mutex_lock(&p->lock);
+		p->st.refused++;
+		pthread_mutex_unlock(&p->lock);
+		return REFUSED;
+	}
+	if (!p->said_down && p->o.log) {
+		if (status)
+			fprintf(p->o.log, "sfprof agent: %s: HTTP %ld: payloads stay spooled and are "
+				"tried again\n", p->url, status);
+		else
+			fprintf(p->o.log, "sfprof agent: %s: %s: payloads stay spooled and are tried "
+				"again\n", p->url, why);
+	}
+	p->said_down = true;
+	pthread_mutex_lock(&p->lock);
+	p->st.failures++;
+	pthread_mutex_unlock(&p->lock);
+	backoff(p);
+	return FAILED;
+}
+
+/* Push spooled payloads, oldest first, until one fails or none is left. @return whether all went. */
+static bool push_spooled(struct pusher *p)
+{
+	struct entry *v;
+	uint64_t total;
+	ssize_t n = spool_list(p, &v, &total);
+	bool all = true;
+
+	for (ssize_t i = 0; i < n; i++) {
+		uint8_t *body;
+		char *query;
+		size_t len;
+		enum pushed r;
+		int err = spool_read(p, v[i].name, &query, &body, &len);
+
+		if (err == -EBADMSG) {
+			spool_remove(p, v[i].name);	/* not a payload of ours: it would never go */
+			continue;
+		}
+		if (err)
+			continue;	/* gone meanwhile (the bound) */
+		r = push_one(p, query, body, len);
+		free(query);
+		free(body);
+		if (r == FAILED) {
+			all = false;
+			break;
+		}
+		spool_remove(p, v[i].name);
+	}
+	free(v);
+	p->spool_empty = all && n >= 0;
+	return all;
+}
+
+/*
+ * A new payload: straight to the server when nothing spooled waits and it
+ * is not failing (the files of a spool cost more than the push under
+ * churn), spooled otherwise and when it fails now. A crash while a window
+ * is made into payloads makes it again at the next start: those already
+ * pushed go twice (at least once, never lost). @return 0 or -errno.
+ */
+static int deliver(struct pusher *p, uint64_t until, const char *query, const void *data,
+		   size_t len)
+{
+	if (p->spool_empty && !p->tries && push_one(p, query, data, len) != FAILED)
+		return 0;
+	p->spool_empty = false;
+	return spool_add(p, until, query, data, len);
+}
+
 /* --- windows into payloads --- */
 
 struct services {
@@ -333,7 +483,7 @@ static int convert(struct pusher *p, const struct window *w)
 		if (fclose(mem) && !err)
 			err = -ENOMEM;
 		if (!err)
-			err = spool_add(p, w->until, query, data, len);
+			err = deliver(p, w->until, query, data, len);
 		free(data);
 		if (!err) {
 			pthread_mutex_lock(&p->lock);
@@ -350,126 +500,6 @@ out:
 	/* what a window's session and the modules let go held, given back to the system */
 	malloc_trim(0);
 	return err;
-}
-
-/* --- pushing --- */
-
-static size_t discard_body(void *data, size_t size, size_t n, void *ctx)
-{
-	(void)data;
-	(void)ctx;
-	return size * n;
-}
-
-/* POST one payload. @return the HTTP status, or 0 when no answer came (curl's error in @why). */
-static long post(struct pusher *p, const char *query, const uint8_t *body, size_t len,
-		 char *why, size_t whylen)
-{
-	size_t ulen = strlen(p->url) + strlen(query) + 2;
-	char *url = malloc(ulen), errbuf[CURL_ERROR_SIZE] = "";
-	long status = 0;
-	CURLcode rc;
-
-	if (!url) {
-		snprintf(why, whylen, "out of memory");
-		return 0;
-	}
-	snprintf(url, ulen, "%s%s%s", p->url, strchr(p->url, '?') ? "&" : "?", query);
-	curl_easy_setopt(p->curl, CURLOPT_URL, url);
-	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, errbuf);
-	rc = curl_easy_perform(p->curl);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
-	else
-		snprintf(why, whylen, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
-	free(url);
-	return status;
-}
-
-/* Wait before the next try: doubling from 1 s up to the bound, less a random part of up to half (jitter). */
-static void backoff(struct pusher *p)
-{
-	double secs = FIRST_BACKOFF_SECS;
-	uint32_t r = 0;
-
-	for (unsigned i = 0; i < p->tries && secs < p->o.max_backoff_secs; i++)
-		secs *= 2;
-	if (secs > p->o.max_backoff_secs)
-		secs = p->o.max_backoff_secs;
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)mono_ns();
-	/* many agents restarted by one outage must not come back in step */
-	secs *= 0.5 + 0.5 * (r / 4294967296.0);
-	p->tries++;
-	p->retry_at = mono_ns() + (uint64_t)(secs * 1e9);
-}
-
-/* Push spooled payloads, oldest first, until one fails or none is left. @return whether all went. */
-static bool push_spooled(struct pusher *p)
-{
-	struct entry *v;
-	uint64_t total;
-	ssize_t n = spool_list(p, &v, &total);
-	bool all = true;
-
-	for (ssize_t i = 0; i < n; i++) {
-		char *query, why[CURL_ERROR_SIZE + 64] = "";
-		uint8_t *body;
-		size_t len;
-		long status;
-		int err = spool_read(p, v[i].name, &query, &body, &len);
-
-		if (err == -EBADMSG) {
-			spool_remove(p, v[i].name);	/* not a payload of ours: it would never go */
-			continue;
-		}
-		if (err)
-			continue;	/* gone meanwhile (the bound) */
-		status = post(p, query, body, len, why, sizeof(why));
-		free(query);
-		free(body);
-		if (status >= 200 && status < 300) {
-			spool_remove(p, v[i].name);
-			pthread_mutex_lock(&p->lock);
-			p->st.pushed++;
-			pthread_mutex_unlock(&p->lock);
-			if (p->said_down && p->o.log)
-				fprintf(p->o.log, "sfprof agent: %s takes pushes again\n", p->url);
-			p->said_down = false;
-			p->tries = 0;
-			continue;
-		}
-		if (status >= 400 && status < 500 && status != 408 && status != 429) {
-			/* refused for what it is: trying again cannot help */
-			if (p->o.log)
-				fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld): dropped\n",
-					p->url, status);
-			spool_remove(p, v[i].name);
-			pthread_mutex_lock(&p->lock);
-			p->st.refused++;
-			pthread_mutex_unlock(&p->lock);
-			continue;
-		}
-		if (!p->said_down && p->o.log) {
-			if (status)
-				fprintf(p->o.log, "sfprof agent: %s: HTTP %ld: payloads stay spooled and are "
-					"tried again\n", p->url, status);
-			else
-				fprintf(p->o.log, "sfprof agent: %s: %s: payloads stay spooled and are tried "
-					"again\n", p->url, why);
-		}
-		p->said_down = true;
-		pthread_mutex_lock(&p->lock);
-		p->st.failures++;
-		pthread_mutex_unlock(&p->lock);
-		backoff(p);
-		all = false;
-		break;
-	}
-	free(v);
-	return all;
 }
 
 static void take_window(struct pusher *p)
