@@ -26,6 +26,8 @@
  */
 #define HOLD_MAX 256
 #define HOLD_NS 10000000000ull
+/* Build IDs remembered as offered: past it all are forgotten (the map is bounded by count). */
+#define OFFERED_MAX 16384
 
 struct job {
 	struct job *next;
@@ -281,6 +283,21 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 	pthread_mutex_unlock(&k->lock);
 }
 
+/*
+ * The build IDs offered, forgotten all at once past OFFERED_MAX (an agent
+ * sees a new one with each unique binary, for months): one offered again
+ * is found in the cache and only marked as used.
+ */
+static void forget_offers(struct buildid_keeper *k)
+{
+	struct hmap *fresh;
+
+	if (hmap__count(k->offered) < OFFERED_MAX || !(fresh = hmap__new(HMAP_BYTES)))
+		return;
+	hmap__free(k->offered);
+	k->offered = fresh;
+}
+
 void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
 			   uint64_t start, uint64_t end, const char *map_path,
 			   const char *module_path)
@@ -293,6 +310,7 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 	if (!k || len < 2 || len > BUILDID_MAX)
 		return;
 	pthread_mutex_lock(&k->lock);
+	forget_offers(k);
 	if (k->stop || hmap__entry(k->offered, id, len, &seen, NULL) || *seen) {
 		pthread_mutex_unlock(&k->lock);
 		return;
