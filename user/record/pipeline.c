@@ -580,7 +580,7 @@ static void *worker(void *arg)
 
 int pipeline__start(struct pipeline *pl)
 {
-	char name[16];
+	char name[32];
 
 	if (pl->prepare) {
 		int err = prepare__start(pl->prepare);
@@ -595,7 +595,9 @@ int pipeline__start(struct pipeline *pl)
 		if (err)
 			return -err;
 		sh->started = true;
-		snprintf(name, sizeof(name), "sfprof-unw%u", i);	/* as top -H and /proc show it */
+		/* as top -H and /proc show it: at most 15 bytes */
+		snprintf(name, sizeof(name), "sfprof-unw%u", i);
+		name[15] = '\0';
 		pthread_setname_np(sh->thread, name);
 	}
 	return 0;
