@@ -459,7 +459,8 @@ static void scan(struct buildid_keeper *k)
 	}
 	closedir(d);
 	/* sorted once: what the tree had is evicted oldest first, and found by when it was used */
-	qsort(k->entries, k->nentries, sizeof(*k->entries), by_use);
+	if (k->nentries)
+		qsort(k->entries, k->nentries, sizeof(*k->entries), by_use);
 	k->nscanned = k->nentries;
 }
 
@@ -496,7 +497,8 @@ static bool make_room(struct buildid_keeper *k, uint64_t need)
 static void touch(struct buildid_keeper *k, const char *path, const struct stat *st)
 {
 	struct entry key = { .path = (char *)path, .used = st->st_mtim };
-	struct entry *e = bsearch(&key, k->entries, k->nscanned, sizeof(key), by_use);
+	struct entry *e = k->nscanned ? bsearch(&key, k->entries, k->nscanned, sizeof(key), by_use) :
+			  NULL;
 
 	for (size_t i = 0; !e && i < k->nscanned; i++)
 		if (!k->entries[i].gone && !strcmp(k->entries[i].path, path))
