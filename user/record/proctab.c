@@ -215,41 +215,27 @@ static uint64_t ns_inode(uint32_t pid, const char *ns)
 }
 
 /*
- * The process's pid and mount namespaces, where they can be read; what was
- * known stays otherwise. @return 0, or the errno of a link that could not
- * be read while the process lives (said with the process when it is told).
+ * The process's namespace @ns ("pid", "mnt") into @inode, where it can be
+ * read; what was known stays otherwise. @return 0, or the errno of a link
+ * that could not be read while the process lives (said with the process
+ * when it is told).
  */
+static int read_namespace(const struct proctab_proc *p, const char *ns, uint64_t *inode)
+{
+	uint64_t v = ns_inode(p->pid, ns);
+
+	if (v)
+		*inode = v;
+	return v || errno == ENOENT || errno == ESRCH ? 0 : errno;	/* gone: nothing to say */
+}
+
+/* Its pid and mount namespaces: read_namespace() of both, the first error. */
 static int read_namespaces(struct proctab_proc *p)
 {
-	uint64_t pid_ns = ns_inode(p->pid, "pid");
-	int err = pid_ns ? 0 : errno;
-	uint64_t mnt_ns = ns_inode(p->pid, "mnt");
+	int err = read_namespace(p, "pid", &p->pid_ns);
+	int mnt_err = read_namespace(p, "mnt", &p->mnt_ns);
 
-	if (!mnt_ns && !err)
-		err = errno;
-	if (pid_ns)
-		p->pid_ns = pid_ns;
-	if (mnt_ns)
-		p->mnt_ns = mnt_ns;
-	return err == ENOENT || err == ESRCH ? 0 : err;	/* gone: nothing to say */
-}
-
-static int read_mount_namespace(struct proctab_proc *p)
-{
-	uint64_t mnt_ns = ns_inode(p->pid, "mnt");
-
-	if (mnt_ns)
-		p->mnt_ns = mnt_ns;
-	return mnt_ns || errno == ENOENT || errno == ESRCH ? 0 : errno;
-}
-
-static int read_pid_namespace(struct proctab_proc *p)
-{
-	uint64_t pid_ns = ns_inode(p->pid, "pid");
-
-	if (pid_ns)
-		p->pid_ns = pid_ns;
-	return pid_ns || errno == ENOENT || errno == ESRCH ? 0 : errno;
+	return err ? err : mnt_err;
 }
 
 /* PPid and the innermost NSpid from /proc/PID/status. */
@@ -675,7 +661,7 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		 * never known before
 		 */
 		if (pr->pub.pid_ns) {
-			pr->ns_err = read_mount_namespace(&pr->pub);
+			pr->ns_err = read_namespace(&pr->pub, "mnt", &pr->pub.mnt_ns);
 		} else {
 			pr->ns_err = read_namespaces(&pr->pub);
 			read_pid_in_ns(t, &pr->pub);
@@ -723,7 +709,7 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	 * and an exec does not change it.
 	 */
 	child->pub.cgroup = parent->pub.cgroup ? strdup(parent->pub.cgroup) : NULL;
-	child->ns_err = read_pid_namespace(&child->pub);
+	child->ns_err = read_namespace(&child->pub, "pid", &child->pub.pid_ns);
 	read_pid_in_ns(t, &child->pub);
 	if (parent->maps_pending || parent->npending) {
 		/*
