@@ -162,6 +162,13 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 		b->off_ns += bpf_ktime_get_ns() - b->out_ns;
 		b->ready = 1;
 		add(OFFCPU_UNSEEN, 1);
+		/* the threshold, as at a switch-in seen */
+		if (b->off_ns < min_ns) {
+			add(OFFCPU_SHORT, 1);
+			add(OFFCPU_SHORT_NS, b->off_ns);
+			bpf_map_delete_elem(&blocked, &tid);
+			return 0;
+		}
 	}
 	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
