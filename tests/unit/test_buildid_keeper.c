@@ -114,7 +114,7 @@ static struct buildid_keeper *start(char *dir, char *cache, size_t cap)
 	}
 	assert_non_null(mkdtemp(dir));
 	snprintf(cache, cap, "%s/cache", dir);
-	k = buildid_keeper__new(cache, 1ull << 30, why, sizeof(why));
+	k = buildid_keeper__new(cache, 1ull << 30, BUILDID_KEEPER_PROTECT_ALL, why, sizeof(why));
 	assert_non_null(k);
 	return k;
 }
@@ -270,7 +270,8 @@ static void test_eviction_order(void **state)
 		ids[i][0] ^= 0x80 | i;
 		old_entry(cache, ids[i], used.len, entry, 2000 + 1000 * i);
 	}
-	k = buildid_keeper__new(cache, 4 * entry + fresh.size - entry * 3 / 2, why, sizeof(why));
+	k = buildid_keeper__new(cache, 4 * entry + fresh.size - entry * 3 / 2,
+				BUILDID_KEEPER_PROTECT_ALL, why, sizeof(why));
 	assert_non_null(k);
 	s1 = (uintptr_t)used.map;
 	s2 = (uintptr_t)fresh.map;
@@ -293,12 +294,104 @@ static void test_eviction_order(void **state)
 	clean(dir, &used, &fresh);
 }
 
+/*
+ * Three new builds, one after another, in a cache with room for two: a
+ * recording keeps the first two and refuses the third (its own binaries
+ * stay while it runs); a keeper whose protection has passed (an agent's,
+ * after a few windows) evicts the oldest it kept itself and keeps the
+ * third, so that a cache at its bound keeps what is new for months.
+ */
+static void keep_three(uint64_t protect_s, bool kept[3], struct buildid_keeper_stats *st)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], why[512];
+	struct buildid_keeper *k = start(dir, cache, sizeof(cache));
+	struct copy c[3];
+
+	memset(c, 0, sizeof(c));
+	buildid_keeper__free(k);
+	for (int i = 0; i < 3; i++)
+		make_copy(&c[i], dir, i == 0 ? "c0" : i == 1 ? "c1" : "c2", 0x51 + i);
+	k = buildid_keeper__new(cache, 2 * c[0].size + c[0].size / 2, protect_s, why, sizeof(why));
+	assert_non_null(k);
+	for (int i = 0; i < 3; i++) {
+		uint64_t s = (uintptr_t)c[i].map;
+
+		buildid_keeper__offer(k, c[i].id, c[i].len, getpid(), s, s + 4096, c[i].path,
+				      c[i].path);
+	}
+	assert_int_equal(buildid_keeper__finish(k, st), 0);
+	buildid_keeper__free(k);
+	for (int i = 0; i < 3; i++) {
+		kept[i] = kept_as(cache, &c[i]);
+		remove_copy(&c[i]);
+	}
+	free(c[2].bytes);
+	clean(dir, &c[0], &c[1]);
+}
+
+static void test_own_entries_evicted(void **state)
+{
+	struct buildid_keeper_stats st;
+	bool kept[3];
+
+	(void)state;
+	keep_three(BUILDID_KEEPER_PROTECT_ALL, kept, &st);
+	assert_true(kept[0] && kept[1] && !kept[2]);
+	assert_int_equal(st.over_bound, 1);
+	assert_int_equal(st.evicted, 0);
+	keep_three(0, kept, &st);
+	assert_true(!kept[0] && kept[1] && kept[2]);
+	assert_int_equal(st.over_bound, 0);
+	assert_int_equal(st.evicted, 1);
+}
+
+/*
+ * An entry that is a hard link shares the original's inode: a use marks a
+ * stamp beside it, and the original's mtime stays what it was.
+ */
+static void test_link_use_stamped(void **state)
+{
+	char dir[] = "/tmp/sfprof-keeper-XXXXXX", cache[300], path[4096], stamp[4200], why[512];
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	struct buildid_keeper_stats st;
+	struct buildid_keeper *k = start(dir, cache, sizeof(cache));
+	struct copy c = { 0 }, unused = { 0 };
+	struct stat sb;
+	uint64_t s;
+
+	(void)state;
+	make_copy(&c, dir, "linked", 0x61);
+	assert_int_equal(utimensat(AT_FDCWD, c.path, old, 0), 0);
+	s = (uintptr_t)c.map;
+	buildid_keeper__offer(k, c.id, c.len, getpid(), s, s + 4096, c.path, c.path);
+	assert_int_equal(buildid_keeper__finish(k, &st), 0);
+	buildid_keeper__free(k);
+	assert_int_equal(st.linked, 1);
+	/* a second recording finds it there and uses it */
+	k = buildid_keeper__new(cache, 1ull << 30, BUILDID_KEEPER_PROTECT_ALL, why, sizeof(why));
+	assert_non_null(k);
+	buildid_keeper__offer(k, c.id, c.len, getpid(), s, s + 4096, c.path, c.path);
+	assert_int_equal(buildid_keeper__finish(k, &st), 0);
+	buildid_keeper__free(k);
+	assert_int_equal(st.present, 1);
+	assert_int_equal(stat(c.path, &sb), 0);
+	assert_int_equal(sb.st_mtim.tv_sec, 1000000000);
+	assert_int_equal(buildid_path(path, sizeof(path), cache, c.id, c.len, NULL), 0);
+	snprintf(stamp, sizeof(stamp), "%s.used", path);
+	assert_int_equal(stat(stamp, &sb), 0);
+	assert_true(sb.st_mtim.tv_sec > 1000000000);
+	remove_copy(&c);
+	clean(dir, &c, &unused);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_held_file_kept),
 		cmocka_unit_test(test_holds_bounded),
 		cmocka_unit_test(test_eviction_order),
+		cmocka_unit_test(test_own_entries_evicted),
+		cmocka_unit_test(test_link_use_stamped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

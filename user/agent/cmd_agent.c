@@ -34,6 +34,8 @@
  */
 #define DEFAULT_FREQ		19
 #define DEFAULT_WINDOW		10
+/* Windows a cached binary is kept from eviction after its last use (symbolized by then) */
+#define AGENT_KEEP_WINDOWS	6
 #define DEFAULT_STACK		65536
 #define MAX_DEPTH		128
 /* See usage: what a month of running needs, not what a burst of recording wants. */
@@ -757,7 +759,15 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sfprof agent: %s\n", msg);
 		goto discard;
 	}
-	if (!a.no_buildid_cache && !(a.buildid = buildid_record__start("agent", a.buildid_bytes)))
+	/*
+	 * The binaries of a window's samples stay until it is symbolized and
+	 * pushed (a few windows); past that the cache is evicted by last use,
+	 * this agent's entries with the rest, so that months of new binaries
+	 * keep being kept at its bound.
+	 */
+	if (!a.no_buildid_cache &&
+	    !(a.buildid = buildid_record__start("agent", a.buildid_bytes,
+						AGENT_KEEP_WINDOWS * (uint64_t)a.window + 60)))
 		goto discard;
 	profile_writer__set_stack_bound(a.w, a.max_memory / 16);
 	popts = (struct pipeline_opts){

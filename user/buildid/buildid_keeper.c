@@ -28,6 +28,8 @@
 #define HOLD_NS 10000000000ull
 /* Build IDs remembered as offered: past it all are forgotten (the map is bounded by count). */
 #define OFFERED_MAX 16384
+/* Beside an entry that is a hard link: its last use (mark_used()) */
+#define STAMP_SUFFIX ".used"
 
 struct job {
 	struct job *next;
@@ -36,13 +38,19 @@ struct job {
 	uint8_t id[BUILDID_MAX];
 };
 
-/* An entry of the cache, as the keeper's thread knows it. */
+/*
+ * An entry of the cache, as the keeper's thread knows it: in the eviction
+ * queue by the use it was queued at, oldest first.
+ */
 struct entry {
-	char *path;
-	struct timespec used;	/* mtime: when a recording last used it */
+	uint8_t id[BUILDID_MAX];
+	uint8_t len;
+	bool debug;		/* the tree's .debug file of the build */
+	bool gone;		/* removed, or moved to the queue's tail */
 	uint64_t size;
-	bool mine;		/* used by this recording: never evicted by it */
-	bool gone;
+	uint64_t used;		/* when a recording last used it: its mtime, ns since the epoch */
+	uint64_t queued;	/* the use it is queued by; older than used: used again since */
+	uint64_t mine;		/* when this recording last used it (as used); 0: never */
 };
 
 struct buildid_keeper {
@@ -66,11 +74,12 @@ struct buildid_keeper {
 	size_t hold_first, nholds;
 	struct buildid_keeper_stats st;	/* offered, unopened, dropped, offer_ns_max under lock */
 	int err;
+	uint64_t protect_ns;	/* this recording's use keeps an entry this long (UINT64_MAX: always) */
 	/* the thread's own */
-	struct entry *entries;	/* the tree's, by use (oldest first); then this recording's */
-	size_t nentries, entries_cap;
-	size_t nscanned;	/* the tree's, sorted */
-	size_t evict_next;	/* before it: gone or mine */
+	struct entry *entries;	/* the eviction queue: [first, nentries), by queued */
+	size_t first, nentries, entries_cap;
+	uint64_t base;		/* the sequence number of entries[0] */
+	struct hmap *index;	/* hash of (build ID, debug) -> 1 + sequence number of its entry */
 	bool scanned;
 	uint64_t held;
 };
@@ -126,19 +135,22 @@ static int make_dirs(const char *dir)
 
 static void *keeper_main(void *arg);
 
-struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes, char *why,
-					   size_t why_cap)
+struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes,
+					   uint64_t protect_s, char *why, size_t why_cap)
 {
 	struct buildid_keeper *k = calloc(1, sizeof(*k));
 	char tree[4200], probe[4300];
 	int err, fd;
 
-	if (!k || !(k->dir = strdup(dir)) || !(k->offered = hmap__new(HMAP_BYTES))) {
+	if (!k || !(k->dir = strdup(dir)) || !(k->offered = hmap__new(HMAP_BYTES)) ||
+	    !(k->index = hmap__new(HMAP_U64))) {
 		snprintf(why, why_cap, "out of memory");
 		err = -ENOMEM;
 		goto fail;
 	}
 	k->max_bytes = max_bytes;
+	k->protect_ns = protect_s >= UINT64_MAX / 1000000000ull ? UINT64_MAX :
+			protect_s * 1000000000ull;
 	k->tail = &k->head;
 	snprintf(tree, sizeof(tree), "%s/" BUILDID_TREE, dir);
 	err = make_dirs(dir);
@@ -173,6 +185,7 @@ struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes, 
 	return k;
 fail:
 	if (k) {
+		hmap__free(k->index);
 		hmap__free(k->offered);
 		free(k->dir);
 		free(k);
@@ -387,28 +400,151 @@ out:
 	return found;
 }
 
-static int add_entry(struct buildid_keeper *k, const char *path, const struct stat *st, bool mine)
+static uint64_t realtime_ns(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t mtime_ns(const struct stat *st)
+{
+	return st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
+}
+
+static uint64_t entry_hash(const uint8_t *id, size_t len, bool debug)
+{
+	return hmap_hash_bytes(id, len) ^ debug;
+}
+
+static int entry_path(const struct buildid_keeper *k, const struct entry *e, char *out,
+		      size_t cap)
+{
+	return buildid_path(out, cap, k->dir, e->id, e->len, e->debug ? BUILDID_DEBUG_SUFFIX : NULL);
+}
+
+/*
+ * An entry that is a hard link of the mapped file shares its inode, whose
+ * times are the original's (/usr/bin/perl's): its use is the mtime of an
+ * empty stamp beside it, never of the inode.
+ */
+static void stamp_path(char *out, size_t cap, const char *entry)
+{
+	snprintf(out, cap, "%s" STAMP_SUFFIX, entry);
+}
+
+/* Record a use of the entry at @path now, whose inode is @st. */
+static void mark_used(const char *path, const struct stat *st)
+{
+	char stamp[4700];
+	int fd;
+
+	if (st->st_nlink <= 1) {
+		utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
+		return;
+	}
+	stamp_path(stamp, sizeof(stamp), path);
+	fd = open(stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+}
+
+/*
+ * The entry at @path's last use: its stamp's mtime or its own, the later
+ * (the original of a link may have gone since).
+ */
+static uint64_t last_use(const char *path, const struct stat *st)
+{
+	char stamp[4700];
+	struct stat ss;
+
+	stamp_path(stamp, sizeof(stamp), path);
+	if (!lstat(stamp, &ss) && S_ISREG(ss.st_mode) && mtime_ns(&ss) > mtime_ns(st))
+		return mtime_ns(&ss);
+	return mtime_ns(st);
+}
+
+/* The live entry of index value @v (1 + its sequence number), or NULL. */
+static struct entry *indexed(struct buildid_keeper *k, uint64_t v)
+{
+	if (v <= k->base + k->first || v > k->base + k->nentries)
+		return NULL;
+	return k->entries[v - 1 - k->base].gone ? NULL : &k->entries[v - 1 - k->base];
+}
+
+static bool same_build(const struct entry *e, const uint8_t *id, size_t len, bool debug)
+{
+	return e->len == len && e->debug == debug && !memcmp(e->id, id, len);
+}
+
+/*
+ * The entry of a build, or NULL. Two builds whose hashes collide share one
+ * index slot: the later is then found by nobody, and only ages out.
+ */
+static struct entry *find_entry(struct buildid_keeper *k, const uint8_t *id, size_t len,
+				bool debug)
+{
+	uint64_t *v;
 	struct entry *e;
 
+	if (hmap__find_u64(k->index, entry_hash(id, len, debug), &v) || !(e = indexed(k, *v)))
+		return NULL;
+	return same_build(e, id, len, debug) ? e : NULL;
+}
+
+/* The queue's gone head dropped when it is most of the array: sequence numbers stay. */
+static void compact(struct buildid_keeper *k)
+{
+	if (k->first < 64 || k->first < k->nentries / 2)
+		return;
+	memmove(k->entries, k->entries + k->first, (k->nentries - k->first) * sizeof(*k->entries));
+	k->base += k->first;
+	k->nentries -= k->first;
+	k->first = 0;
+}
+
+/* @e (a copy: the array may move) at the queue's tail, and indexed there. @return 0 or -ENOMEM. */
+static int push_entry(struct buildid_keeper *k, const struct entry *e)
+{
+	struct entry *other;
+	uint64_t *v;
+
+	compact(k);
 	if (k->nentries == k->entries_cap) {
 		size_t cap = k->entries_cap ? 2 * k->entries_cap : 64;
+		struct entry *v = realloc(k->entries, cap * sizeof(*v));
 
-		e = realloc(k->entries, cap * sizeof(*e));
-		if (!e)
+		if (!v)
 			return -ENOMEM;
-		k->entries = e;
+		k->entries = v;
 		k->entries_cap = cap;
 	}
-	e = &k->entries[k->nentries];
-	if (!(e->path = strdup(path)))
+	if (hmap__entry_u64(k->index, entry_hash(e->id, e->len, e->debug), &v))
 		return -ENOMEM;
-	e->used = st->st_mtim;
-	e->size = st->st_size;
-	e->mine = mine;
-	e->gone = false;
-	k->nentries++;
-	k->held += e->size;
+	/* a slot of another live build keeps it (a collision) */
+	other = indexed(k, *v);
+	if (!other || same_build(other, e->id, e->len, e->debug))
+		*v = k->base + k->nentries + 1;
+	k->entries[k->nentries++] = *e;
+	return 0;
+}
+
+/* An entry found in the tree or kept now, @mine when this recording uses it. */
+static int add_entry(struct buildid_keeper *k, const uint8_t *id, size_t len, bool debug,
+		     const struct stat *st, uint64_t mine)
+{
+	struct entry e = { .len = len, .debug = debug, .size = st->st_size,
+			   .used = mine ? mine : mtime_ns(st), .mine = mine };
+	int err;
+
+	memcpy(e.id, id, len);
+	e.queued = e.used;
+	if ((err = push_entry(k, &e)))
+		return err;
+	k->held += e.size;
 	return 0;
 }
 
@@ -416,14 +552,12 @@ static int by_use(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
 
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	if (x->used.tv_nsec != y->used.tv_nsec)
-		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-	return strcmp(x->path, y->path);
+	if (x->used != y->used)
+		return x->used < y->used ? -1 : 1;
+	return memcmp(x->id, y->id, sizeof(x->id));
 }
 
-/* What the tree holds now: its entries, their sizes and when they were last used. */
+/* What the tree holds now: its entries, their sizes and when they were last used, oldest first. */
 static void scan(struct buildid_keeper *k)
 {
 	char tree[4200], path[4600];
@@ -436,9 +570,6 @@ static void scan(struct buildid_keeper *k)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		uint8_t id[BUILDID_MAX];
-		bool debug;
-
 		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tree, de->d_name);
@@ -446,42 +577,103 @@ static void scan(struct buildid_keeper *k)
 		if (!sub)
 			continue;
 		while ((fe = readdir(sub))) {
+			struct entry *e;
 			struct stat st;
 
-			/* entries only: not a temporary file of another recording */
-			if (!buildid_parse_name(de->d_name, fe->d_name, id, &debug))
-				continue;
 			snprintf(path, sizeof(path), "%s/%s/%s", tree, de->d_name, fe->d_name);
-			if (!lstat(path, &st) && S_ISREG(st.st_mode))
-				add_entry(k, path, &st, false);
+			if (k->nentries == k->entries_cap) {
+				size_t cap = k->entries_cap ? 2 * k->entries_cap : 64;
+
+				if (!(e = realloc(k->entries, cap * sizeof(*e))))
+					break;
+				k->entries = e;
+				k->entries_cap = cap;
+			}
+			e = &k->entries[k->nentries];
+			memset(e, 0, sizeof(*e));
+			/* entries only: not a temporary file of another recording */
+			e->len = buildid_parse_name(de->d_name, fe->d_name, e->id, &e->debug);
+			if (!e->len || lstat(path, &st) || !S_ISREG(st.st_mode))
+				continue;
+			e->size = st.st_size;
+			e->used = e->queued = last_use(path, &st);
+			k->held += e->size;
+			k->nentries++;
 		}
 		closedir(sub);
 	}
 	closedir(d);
-	/* sorted once: what the tree had is evicted oldest first, and found by when it was used */
+	/* sorted once, then indexed: a tree's entry is found by its build ID when it is used */
 	if (k->nentries)
 		qsort(k->entries, k->nentries, sizeof(*k->entries), by_use);
-	k->nscanned = k->nentries;
+	for (size_t i = 0; i < k->nentries; i++) {
+		struct entry *e = &k->entries[i];
+
+		if (hmap__set_u64(k->index, entry_hash(e->id, e->len, e->debug), k->base + i + 1))
+			break;	/* out of memory: the rest are only evicted by age */
+	}
+}
+
+/* Out of the queue: removed from the tree (@evicted) or never to be evicted by this recording. */
+static void drop_entry(struct buildid_keeper *k, struct entry *e, bool removed)
+{
+	uint64_t *v;
+
+	if (!hmap__find_u64(k->index, entry_hash(e->id, e->len, e->debug), &v) &&
+	    *v == k->base + (size_t)(e - k->entries) + 1)
+		hmap__delete_u64(k->index, entry_hash(e->id, e->len, e->debug), NULL);
+	e->gone = true;
+	if (removed)
+		k->held -= e->size;
 }
 
 /*
- * Remove the oldest entries this recording did not use until @need more
- * bytes fit under the bound. @return whether they fit.
+ * Remove the entries used longest ago until @need more bytes fit under the
+ * bound. Not one this recording used within protect_ns: the queue's head is
+ * then such an entry, and so is all that follows it (kept or used since by
+ * this recording, in the order it did so). An entry used again since it was
+ * queued goes to the tail. @return whether they fit.
  */
 static bool make_room(struct buildid_keeper *k, uint64_t need)
 {
+	uint64_t now = realtime_ns();
+
 	if (need > k->max_bytes)
 		return false;
-	/* this recording's entries, after the tree's, are all mine: never evicted */
-	for (; k->held + need > k->max_bytes && k->evict_next < k->nscanned; k->evict_next++) {
-		struct entry *e = &k->entries[k->evict_next];
+	for (size_t budget = k->nentries - k->first;
+	     k->held + need > k->max_bytes && k->first < k->nentries && budget; budget--) {
+		struct entry *e = &k->entries[k->first];
+		char path[4400], stamp[4500];
 
-		if (e->mine || e->gone)
+		if (e->gone) {
+			k->first++;
 			continue;
-		if (unlink(e->path) && errno != ENOENT)
+		}
+		if (e->used != e->queued) {
+			struct entry again = *e;
+
+			again.queued = again.used;
+			e->gone = true;
+			k->first++;
+			if (push_entry(k, &again))
+				fail(k, -ENOMEM, "remembering", k->dir);
 			continue;
-		e->gone = true;
-		k->held -= e->size;
+		}
+		if (e->mine && k->protect_ns == UINT64_MAX) {
+			drop_entry(k, e, false);	/* held for as long as this recording runs */
+			k->first++;
+			continue;
+		}
+		if (e->mine && now < e->mine + k->protect_ns)
+			break;
+		k->first++;
+		if (entry_path(k, e, path, sizeof(path)) || (unlink(path) && errno != ENOENT)) {
+			drop_entry(k, e, false);	/* not ours to remove: it stays, and counts */
+			continue;
+		}
+		stamp_path(stamp, sizeof(stamp), path);
+		unlink(stamp);
+		drop_entry(k, e, true);
 		k->st.evicted++;
 		k->st.evicted_bytes += e->size;
 	}
@@ -489,23 +681,17 @@ static bool make_room(struct buildid_keeper *k, uint64_t need)
 }
 
 /*
- * Mark an entry of the tree as used by this recording (its mtime is when it
- * was last used, @st's): found by it among the tree's sorted entries, or by
- * a walk of them when another recording used it since the tree was read.
- * This recording's own entries are mine already.
+ * Mark an entry of the tree as used by this recording now: its mtime, and
+ * in the queue (moved to the tail when the head reaches it).
  */
-static void touch(struct buildid_keeper *k, const char *path, const struct stat *st)
+static void touch(struct buildid_keeper *k, const uint8_t *id, size_t len, const char *path,
+		  const struct stat *st)
 {
-	struct entry key = { .path = (char *)path, .used = st->st_mtim };
-	struct entry *e = k->nscanned ? bsearch(&key, k->entries, k->nscanned, sizeof(key), by_use) :
-			  NULL;
+	struct entry *e = find_entry(k, id, len, false);
 
-	for (size_t i = 0; !e && i < k->nscanned; i++)
-		if (!k->entries[i].gone && !strcmp(k->entries[i].path, path))
-			e = &k->entries[i];
 	if (e)
-		e->mine = true;
-	utimensat(AT_FDCWD, path, NULL, 0);
+		e->used = e->mine = realtime_ns();
+	mark_used(path, st);
 }
 
 /* Copy @fd into a new file published at @dest whole or not at all. @return 0 or -errno. */
@@ -572,6 +758,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 {
 	char dest[4400], dir[4400], self[64];
 	uint8_t id[BUILDID_MAX];
+	uint64_t linked = k->st.linked;
 	struct stat st;
 	int err;
 
@@ -581,7 +768,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		return;
 	if (!lstat(dest, &st) && S_ISREG(st.st_mode)) {
 		k->st.present++;
-		touch(k, dest, &st);
+		touch(k, job->id, job->len, dest, &st);
 		return;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
@@ -615,7 +802,12 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		k->st.copied++;
 		k->st.copied_bytes += st.st_size;
 	}
-	if (add_entry(k, dest, &st, true))
+	if (k->st.linked > linked) {
+		/* the link's mtime is the original's: its use is a stamp's */
+		st.st_nlink++;
+		mark_used(dest, &st);
+	}
+	if (add_entry(k, job->id, job->len, false, &st, realtime_ns()))
 		fail(k, -ENOMEM, "remembering", dest);
 }
 
@@ -674,9 +866,8 @@ void buildid_keeper__free(struct buildid_keeper *k)
 		return;
 	if (k->started)
 		buildid_keeper__finish(k, NULL);
-	for (size_t i = 0; i < k->nentries; i++)
-		free(k->entries[i].path);
 	free(k->entries);
+	hmap__free(k->index);
 	hmap__free(k->offered);
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->wake);

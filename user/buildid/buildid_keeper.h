@@ -31,17 +31,23 @@ struct buildid_keeper_stats {
 
 struct buildid_keeper;
 
+/* Entries this recording uses are never evicted by it. */
+#define BUILDID_KEEPER_PROTECT_ALL UINT64_MAX
+
 /**
  * buildid_keeper__new() - keep binaries in the build-ID tree of @dir
  * (created, owner-only, if missing), holding at most @max_bytes (every
  * entry at its file size; oldest use evicted first), with a thread of its
- * own. The directory is checked writable now, so that a recording does not
- * learn at its end that nothing could be kept.
+ * own. An entry this keeper kept or found is not evicted by it within
+ * @protect_s seconds of its last use by it (BUILDID_KEEPER_PROTECT_ALL: a
+ * recording's own binaries stay as long as it runs; an agent's only until
+ * its windows are symbolized). The directory is checked writable now, so
+ * that a recording does not learn at its end that nothing could be kept.
  *
  * @return the keeper, or NULL with errno set and @why filled with a sentence.
  */
-struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes, char *why,
-					   size_t why_cap);
+struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes,
+					   uint64_t protect_s, char *why, size_t why_cap);
 
 /**
  * buildid_keeper__offer() - a module of a sampled process: its build ID,

@@ -7,7 +7,8 @@
 #include "buildid.h"
 #include "buildid_record.h"
 
-struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes)
+struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes,
+					     uint64_t protect_s)
 {
 	struct buildid_keeper *k;
 	char dir[4096], why[4400];
@@ -20,7 +21,7 @@ struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes
 			"absolute path" : strerror(-err));
 		return NULL;
 	}
-	k = buildid_keeper__new(dir, max_bytes, why, sizeof(why));
+	k = buildid_keeper__new(dir, max_bytes, protect_s, why, sizeof(why));
 	if (!k)
 		fprintf(stderr, "sfprof %s: build-ID cache: %s (--no-buildid-cache runs without "
 			"it)\n", cmd, why);

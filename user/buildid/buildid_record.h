@@ -11,11 +11,13 @@
 
 /**
  * buildid_record__start() - the keeper of the cache directory
- * (buildid_cache_dir()) bounded at @max_bytes. Says why on stderr, as
- * "sfprof CMD: ...", when it cannot be kept.
+ * (buildid_cache_dir()) bounded at @max_bytes, what the recording uses kept
+ * from eviction for @protect_s (buildid_keeper__new()). Says why on stderr,
+ * as "sfprof CMD: ...", when it cannot be kept.
  * @return the keeper, or NULL.
  */
-struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes);
+struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes,
+					     uint64_t protect_s);
 
 /** buildid_record__module() - a procs_module_fn whose ctx is a struct buildid_keeper. */
 void buildid_record__module(void *ctx, uint32_t pid, const struct sfu_mapping *m);

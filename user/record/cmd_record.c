@@ -919,7 +919,7 @@ int cmd_record(int argc, char **argv)
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
 	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t t0, samples, stack_resets;
+	uint64_t t0, samples, stack_resets, protect_s;
 	long cpus;
 	double secs;
 
@@ -967,7 +967,13 @@ int cmd_record(int argc, char **argv)
 		goto discard;
 	}
 	/* a cache that cannot be written is said before sampling starts (after rights: they come first) */
-	if (!r.no_buildid_cache && !(r.buildid = buildid_record__start("record", r.buildid_cache_bytes)))
+	/*
+	 * A recording's binaries stay as long as it runs; a flight recorder's,
+	 * which runs for months, while a dump may still hold their samples.
+	 */
+	protect_s = r.flight_secs ? 2 * (uint64_t)r.flight_secs + 60 : BUILDID_KEEPER_PROTECT_ALL;
+	if (!r.no_buildid_cache &&
+	    !(r.buildid = buildid_record__start("record", r.buildid_cache_bytes, protect_s)))
 		goto discard;
 	for (size_t i = 0; i < r.npids; i++)
 		sampler__add_target(r.sampler, r.pids[i]);
