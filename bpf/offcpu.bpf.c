@@ -30,6 +30,8 @@ const volatile __u32 self_tgid = 0;		/* sfprof itself, never recorded */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
 const volatile __u64 min_ns = 1000000;		/* shorter blocks are not recorded */
 const volatile __u32 event_id = 0;		/* the offcpu-time event's id in the profile */
+/* __schedule's text, from kallsyms (0: unknown): a block's kernel stack starts there */
+const volatile __u64 sched_lo = 0, sched_hi = 0;
 
 /* Threads off the CPU (tid): allocated as threads block, at most MAX_BLOCKED at once. */
 struct {
@@ -135,6 +137,22 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b->sp = PT_REGS_SP(regs);
 	b->cpu = bpf_get_smp_processor_id();
 	n = bpf_get_stack(ctx, b->kstack, sizeof(b->kstack), 0);
+	/*
+	 * This program, bpf_trace_run and the tracepoint's iterator sit above
+	 * __schedule: not the thread's stack (a kernel's own count of them)
+	 */
+	if (n > 0 && sched_lo) {
+		__u32 skip = 0;
+
+		for (int i = 1; i < 8 && i * 8 < n; i++)
+			if (b->kstack[i] >= sched_lo && b->kstack[i] < sched_hi) {
+				skip = i;
+				break;
+			}
+		if (skip)
+			n = bpf_get_stack(ctx, b->kstack, sizeof(b->kstack),
+					  skip & BPF_F_SKIP_FIELD_MASK);
+	}
 	b->kstack_depth = n > 0 ? (__u64)n / 8 : 0;
 	if (bpf_map_update_elem(&blocked, &tid, b, BPF_ANY))
 		add(OFFCPU_FULL, 1);

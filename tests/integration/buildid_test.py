@@ -11,14 +11,19 @@ WORKDIR: nothing of the user's cache is read or written.
             (beta_*): report and script still name alpha_leaf and its chain,
             from the cache entry, whose build ID is readelf's of the old X.
             Recorded with --no-buildid-cache instead, the same report shows
-            X+0x... and no alpha_* (the negative check).
+            X+0x... and no alpha_* (the negative check), and says on stderr
+            that X changed with no copy of its build (said only then).
   archive   `sfprof archive` of a recording; X removed and the cache emptied,
             `report -i ARCHIVE` and `script -i ARCHIVE` print what they
             printed before, and so does the archive unpacked with tar and
             read with --buildid-dir; the profile alone then shows X+0x...
             (the archive did the work). Its members are the profile, the
             binaries of modules with hits by build ID, and nothing is left
-            in TMPDIR.
+            in TMPDIR. Then in a chroot holding only sfprof and its libraries
+            under /opt (no libc or ld.so at their paths, no cache, no
+            /usr/lib/debug, no /proc): report and script of the archive print
+            what they printed on the recording machine, libc's frames named
+            from the archive; the profile alone there names no libc frame.
   list      buildid-list: one "<build-id> <path>" per module with hits, each
             ID readelf -n's of that path; --all adds ld.so (mapped, not hit);
             a comparison against a wrong ID fails.
@@ -205,9 +210,15 @@ def replaced_round(ctx, where, cached, shm, fails):
             expect(not os.path.exists(entry), fails, f'--no-buildid-cache, yet {entry}')
         ctx.compile('beta', exe)        # other symbols, another build ID, same path
         expect(build_id(exe) != old_id, fails, 'the rebuild kept the build ID')
-        text = ctx.sfprof_run(['report', '-i', out, '--stdio'], cache).stdout
+        p = ctx.sfprof_run(['report', '-i', out, '--stdio'], cache)
+        text = p.stdout
         script = ctx.sfprof_run(['script', '-i', out], cache).stdout
         check_named(text, script, exe, fails, negate=not cached)
+        # not silently: a binary replaced with no copy of its build is named on stderr
+        said = 'changed since the recording' in p.stderr and exe in p.stderr
+        expect(said != cached, fails,
+               f'{where}: report\'s stderr {"names" if said else "does not name"} {exe} as '
+               f'changed with no copy: {p.stderr.strip()!r}')
 
 
 def strip_header(text):
@@ -252,7 +263,65 @@ def case_archive(ctx):
            'the profile alone reports the same without its binary: the test proves nothing')
     check_named(alone, ctx.sfprof_run(['script', '-i', out], empty).stdout, exe, fails,
                 negate=True)
+    archive_on_scratch_root(ctx, arch, before, before_script, fails)
     raise_fails(fails)
+
+
+def scratch_root(ctx):
+    """A root holding sfprof and the libraries it loads under /opt, none at its own path:
+    the recorded binaries (the program, libc, ld.so) are not there, as on another machine.
+    Returns the root and the command line that runs sfprof in it."""
+    root = ctx.path('root')
+    lib = os.path.join(root, 'opt', 'lib')
+    for d in (lib, os.path.join(root, 'tmp')):
+        os.makedirs(d)
+    loader = None
+    for line in run(['ldd', ctx.sfprof]).stdout.splitlines():
+        m = re.search(r'(/\S+) \(0x', line)
+        if not m:
+            continue
+        shutil.copy(m.group(1), os.path.join(lib, os.path.basename(m.group(1))))
+        if 'ld-linux' in m.group(1):
+            loader = os.path.basename(m.group(1))
+    shutil.copy(ctx.sfprof, os.path.join(root, 'opt', 'sfprof'))
+    return root, [f'/opt/lib/{loader}', '--library-path', '/opt/lib', '/opt/sfprof']
+
+
+def archive_on_scratch_root(ctx, arch, before, before_script, fails):
+    """The archive read in a chroot with none of the recorded files, no cache, no
+    /usr/lib/debug and no /proc: report and script print what they printed on the
+    recording machine, libc's and ld.so's frames named from the archive; the
+    profile alone there names none of them."""
+    root, sfprof = scratch_root(ctx)
+    shutil.copy(arch, os.path.join(root, 'p.tar.zst'))
+    run(['tar', '--zstd', '-xf', arch, '-C', root, 'sfprof.data'])
+    env = {'PATH': '/opt', 'HOME': '/', 'XDG_CACHE_HOME': '/no-cache', 'TMPDIR': '/tmp'}
+    gone = [p for p in ('/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2',
+                        '/usr/lib/debug') if os.path.lexists(root + p)]
+    expect(not gone, fails, f'the scratch root holds {gone}')
+
+    chroot = shutil.which('chroot') or '/usr/sbin/chroot'
+
+    def inside(*args):
+        return run([chroot, root, *sfprof, *args], env=env, timeout=120)
+
+    after = inside('report', '-i', '/p.tar.zst', '--stdio').stdout
+    after_script = inside('script', '-i', '/p.tar.zst').stdout
+    libc = [line for line in before_script.splitlines() if 'libc.so.6' in line]
+    named = [line for line in libc if '__libc_start' in line]
+    log(f'scratch root: {len(libc)} libc frames in script before, {len(named)} named '
+        f'__libc_start*')
+    expect(named, fails, 'no named libc frame in the recording: the scratch root proves '
+           'nothing about libc')
+    expect(strip_header(after) == strip_header(before), fails,
+           'report -i ARCHIVE in a scratch root differs from the report on the recording '
+           'machine')
+    expect(after_script == before_script, fails,
+           'script -i ARCHIVE in a scratch root differs from script on the recording machine')
+    alone = inside('script', '-i', '/sfprof.data').stdout
+    expect(not any('__libc_start' in line for line in alone.splitlines()), fails,
+           'the profile alone names libc in the scratch root: libc is visible there')
+    shutil.rmtree(root)
 
 
 def parse_list(text):

@@ -435,6 +435,65 @@ def bcc_result(proc, markers):
     return got
 
 
+def offcpu_exports(ctx, out, weights, on_total, off_total):
+    """Exports of a file with cpu-clock and offcpu-time samples: one event's samples each,
+    in that event's unit. Collapsed gives cpu-clock's (said on stderr) unless --event
+    offcpu-time, whose counts are the off-CPU nanoseconds per chain; pprof's sample types
+    are then samples/count and offcpu/nanoseconds, read back by go tool pprof -raw."""
+    f = []
+
+    def collapsed(*args):
+        p = run([ctx.sfprof, 'export', '-i', out, '-f', 'collapsed', *args])
+        per = Counter()
+        for line in p.stdout.splitlines():
+            stack, _, n = line.rpartition(' ')
+            frames = stack.split(';')
+            per['A' if 'off_a_sleep' in frames else 'B' if 'off_b_wait' in frames else '-'] += \
+                int(n)
+        return p.stderr, per
+
+    said, per = collapsed()
+    expect('holds samples of 2 events' in said and "this is cpu-clock's" in said, f,
+           f'export of two events does not say which it gives: {said.strip()!r}')
+    expect(sum(per.values()) == on_total, f,
+           f'collapsed adds {sum(per.values())}, the file has {on_total} cpu-clock samples')
+    _, per = collapsed('--event', 'offcpu-time')
+    log(f'collapsed --event offcpu-time: {dict(per)} ns')
+    expect(sum(per.values()) == off_total and per['A'] == weights['A'] and
+           per['B'] == weights['B'], f, f'collapsed --event offcpu-time {dict(per)}, the '
+           f'file {dict(weights)} of {off_total} ns')
+    p = run([ctx.sfprof, 'diff', out, out, '--event', 'offcpu-time'])
+    expect('[k] __schedule' in p.stdout and 'on_cpu_spin' not in p.stdout, f,
+           'diff --event offcpu-time: rows of another event, or none of its own')
+    p = run([ctx.sfprof, 'export', '-i', out, '-f', 'collapsed', '--event', 'no-such'],
+            check=False)
+    expect(p.returncode != 0 and "has no event 'no-such'" in p.stderr and not p.stdout, f,
+           f'--event no-such: exit {p.returncode}, {p.stderr.strip()!r}')
+    if not shutil.which('go'):
+        log('go is not installed: pprof\'s units are not read back')
+        return f
+    pb = ctx.path('off.pb.gz')
+    run([ctx.sfprof, 'export', '-i', out, '-f', 'pprof', '--event', 'offcpu-time', '-o', pb])
+    home = ctx.path('gohome')
+    env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, 'cache'), GOTOOLCHAIN='local',
+               PPROF_TMPDIR=os.path.join(home, 'pprof'), PPROF_BINARY_PATH=home)
+    raw = run(['go', 'tool', 'pprof', '-raw', pb], env=env, timeout=300).stdout
+    lines = raw.splitlines()
+    types = lines[lines.index('Samples:') + 1].split() if 'Samples:' in lines else []
+    ns = 0
+    for line in lines[lines.index('Samples:') + 2:] if types else []:
+        m = re.match(r'^\s+(\d+)\s+(\d+):', line)
+        if not m:
+            if line and not line.startswith(' '):
+                break
+            continue
+        ns += int(m.group(2))
+    log(f'pprof -raw: sample types {types}, {ns} ns in offcpu')
+    expect(types == ['samples/count', 'offcpu/nanoseconds'], f, f'pprof sample types {types}')
+    expect(ns == off_total, f, f'pprof offcpu/nanoseconds add {ns}, the file {off_total}')
+    return f
+
+
 def case_offcpu(ctx):
     exe = build(ctx, 'ev', NOFP)
     rounds = 16
@@ -479,6 +538,11 @@ def case_offcpu(ctx):
         log(f'{through} of {len(off)} off-CPU kernel stacks go through schedule()')
         expect(through >= 0.95 * len(off), fails, f'{through} of {len(off)} off-CPU kernel '
                f'stacks through schedule()')
+        # and start in __schedule: the BPF program and the tracepoint's frames are left out
+        first = Counter(ksyms.frames(s.kstack)[0] for s in off if s.kstack)
+        log(f'off-CPU kernel stacks start in {dict(first.most_common(3))}')
+        expect(first['__schedule'] >= 0.95 * len(off), fails,
+               f'off-CPU kernel stacks start in {dict(first.most_common(3))}, not __schedule')
 
     def check(want, label, got_w=weights):
         f = []
@@ -491,6 +555,8 @@ def case_offcpu(ctx):
         return f
     clock = {k: truth[k][0] for k in ('A', 'B')}
     fails += check(clock, 'the program\'s clock')
+    fails += offcpu_exports(ctx, out, weights, sum(1 for s in prof.samples if s.event == 0),
+                            sum(s.weight for s in off))
     expect(len(on) >= 300, fails, f'{len(on)} cpu-clock samples in on_cpu_spin in the same file')
     must_fail(check({'A': clock['B'], 'B': clock['A']}, 'swapped'), 'A and B swapped')
     counts = Counter()

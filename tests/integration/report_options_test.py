@@ -287,6 +287,55 @@ def section(text, event):
     return None, None
 
 
+def events_by_key(ctx, out):
+    """--sort event,sym: each section's rows name its event in an Event column."""
+    f = []
+    text = sfprof(ctx, ['report', '-i', out, '--sort', 'event,sym']).stdout
+    event, rows = None, Counter()
+    for line in text.splitlines():
+        m = re.match(r"^# Samples: \d+  of event '([^']+)'", line)
+        if m:
+            event = m.group(1)
+        elif re.match(r'^\s+[\d.]+%', line):
+            rows[(event, line.split()[1])] += 1
+    log(f'--sort event,sym: rows by (section, Event column) {dict(rows)}')
+    expect(rows and all(a == b for a, b in rows) and
+           {a for a, _ in rows} == {'cpu-clock', 'page-faults', 'offcpu-time'}, f,
+           f'--sort event: rows by (section, column) {dict(rows)}')
+    expect(re.search(r'^# Overhead +Event +Symbol', text, re.M), f, 'no Event column title')
+    return f
+
+
+def events_exported(ctx, out):
+    """Exports add one event's weights: collapsed gives the first event's (cpu-clock)
+    and says so, --event another's, in its unit; an unknown --event is an error."""
+    f = []
+
+    def folded(*args):
+        p = sfprof(ctx, ['export', '-i', out, '-f', 'collapsed', *args], check=False)
+        per = Counter()
+        for line in p.stdout.splitlines():
+            stack, _, n = line.rpartition(' ')
+            per[stack.split(';')[-1]] += int(n)
+        return p, per
+
+    p, per = folded()
+    expect(per == Counter({'tree_leaf': 30, 'other_leaf': 10}) and
+           "holds samples of 3 events: cpu-clock (40), page-faults (4), offcpu-time (2); "
+           "this is cpu-clock's" in p.stderr, f, f'collapsed: {dict(per)}, {p.stderr!r}')
+    p, per = folded('--event', 'page-faults')
+    expect(per == Counter({'via_h': 3, 'other_leaf': 1}) and not p.stderr, f,
+           f'collapsed --event page-faults: {dict(per)} {p.stderr!r}')
+    p, per = folded('--event', 'offcpu-time')
+    expect(per == Counter({'via_g': 3000000, 'other_leaf': 1000000}), f,
+           f'collapsed --event offcpu-time: {dict(per)}')
+    p, per = folded('--event', 'cycles')
+    expect(p.returncode == 1 and not per and "has no event 'cycles' (it has cpu-clock, "
+           "page-faults, offcpu-time)" in p.stderr, f, f'--event cycles: {p.returncode} '
+           f'{p.stderr!r}')
+    return f
+
+
 def case_events(ctx):
     out = ctx.path('events.data')
     extra = ['event page-faults 1 0', 'event offcpu-time 65535 1']
@@ -342,6 +391,8 @@ def case_events(ctx):
     expect(all(re.search(r'(^| ) {0,2}[a-z-]{9,11}: $', line) and
                line.endswith(': ') and len(line) == len(sc[0]) for line in sc), fails,
            'script: event names not padded to one width')
+    fails += events_by_key(ctx, out)
+    fails += events_exported(ctx, out)
     raise_fails(fails)
     bad = dict(want)
     bad['offcpu-time'] = (2, 2, {'via_g': 50.0, 'other_leaf': 50.0})  # counted, not weighed

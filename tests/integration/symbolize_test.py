@@ -19,7 +19,14 @@ fix (LLVM writes `'lambda'()` and `(.cold)`, libiberty `{lambda()#1}` and
              a missing build ID, elements split over lines): the same stdout as
              LLVM, the same messages at the same columns (LLVM's caret), each as
              `sfprof symbolize: FILE:LINE:COL: message`, the lines after each
-             error still filtered, exit status 1.
+             error still filtered, exit status 1. Split elements, which LLVM
+             passes as text silently, are reported too.
+  sweep      pc and data elements at every 8th byte of every loaded segment of the
+             program, code and data: equal to LLVM line for line.
+  streams    an unclosed hexdict before a bt line (reported at its own line and
+             column, the bt still symbolized), an element split over lines, three
+             FILEs as one stream with line numbers per file, a missing build ID's
+             column: expected text and messages.
   export     a recording of record_chains (root, BPF) exported with `sfprof export
              --format markup`: equal output line for line, glibc's frames
              included (relative DWARF directories joined under the CU's, the
@@ -401,8 +408,15 @@ def case_malformed(ctx):
     mine = my_errors(err)
     theirs = llvm_errors(lerr)
     unknown = [e for e in mine if e[0].startswith('unknown element')]
-    mine_llvm = [(m, c) for m, c, _ in mine if not m.startswith('unknown element')]
-    theirs_c = [(m, c if c is not None else 1) for m, c in theirs]
+    # LLVM says nothing of an element split over lines (text to it too)
+    split = [e for e in mine if e[0].startswith('element not closed on its line')]
+    # LLVM gives no caret for a build ID it cannot find: there the message alone is compared
+    mine_llvm = [(m, None if m.startswith('could not find build ID') else c) for m, c, _ in mine
+                 if not m.startswith('unknown element') and
+                 not m.startswith('element not closed on its line')]
+    theirs_c = list(theirs)
+    if len(split) != 2:
+        fails.append(f'split elements reported as {split}: expected twice')
     if mine_llvm != theirs_c:
         fails.append('errors differ:\n  sfprof ' + repr(mine_llvm) + '\n  llvm   ' + repr(theirs_c))
     if len(unknown) != 1 or unknown[0][2] != unknown_line:
@@ -445,7 +459,104 @@ def case_export(ctx):
     must_fail(compare(sout, lout, 'shifted', []), 'the program\'s mmaps 0x40 off')
 
 
-CASES = {'elements': case_elements, 'malformed': case_malformed, 'export': case_export}
+def case_sweep(ctx):
+    """pc and data elements at every 8th byte of every loaded segment of the program,
+    code and data alike: equal to LLVM line for line (the symbol table's rule: a symbol of
+    no size, as _fini or __bss_start, runs to the next; objects name data and code)."""
+    prog, _, debug_dir = setup_prog(ctx)
+    lines = ['{{{reset}}}'] + context(1, 'inl', prog, BASE)
+    n = 0
+    for vaddr, memsz, _ in loads(prog):
+        for a in range(vaddr, vaddr + memsz, 8):
+            lines.append(f'{a:#x}: {{{{{{pc:{BASE + a:#x}}}}}}} {{{{{{data:{BASE + a:#x}}}}}}}')
+            n += 1
+    text = '\n'.join(lines) + '\n'
+    (out, err, rc), (lout, _) = both(ctx, text, debug_dir)
+    fails = compare(out, lout, 'sweep', [])
+    named = {m.group(1) for m in re.finditer(r'\] (?:\S+: )?\S+ (\w+)\[', out)}
+    data = {m.group(1) for m in re.finditer(r'(\w+)(?:\+0x[0-9a-f]+)? \[0x', out)}
+    log(f'sweep: {n} addresses; names in pc elements {sorted(named)[:12]}; status {rc}')
+    for want in ('gvar', 'gtable'):
+        if want not in out:
+            fails.append(f'sweep: {want} never named')
+    raise_fails(fails)
+    # negative: LLVM's output of the sweep 8 bytes on
+    shifted = '\n'.join(re.sub(r'0x([0-9a-f]+)\}', lambda m: f'{int(m.group(1), 16) + 8:#x}}}',
+                               ln) for ln in lines) + '\n'
+    _, (sout, _) = both(ctx, shifted, debug_dir)
+    must_fail(compare(out, sout, 'sweep shifted', []), 'the sweep against a shifted one')
+
+
+def case_streams(ctx):
+    """Errors that span lines and files, with the line and column they name:
+    an unclosed hexdict is reported where it opened when the next element begins, and that
+    next line is filtered as usual; an element other than hexdict split over two lines is
+    text, as in LLVM, but reported; several FILEs are one stream (context carries) whose
+    line numbers start again in each file, and a hexdict open at a file's end is reported in
+    that file; a module found nowhere is reported at the element that needed it."""
+    prog, _, debug_dir = setup_prog(ctx)
+    trap = trap_addr(prog)
+    bt = f'{{{{{{bt:0:{BASE + trap:#x}:pc}}}}}}'
+    ctx_lines = ['{{{reset}}}'] + context(1, 'inl', prog, BASE)
+    fails = []
+
+    def sym(args, text=None):
+        p = run([ctx.sfprof, 'symbolize', '--no-debuginfod', '--debug-file-directory', debug_dir,
+                 *args], input=text.encode() if text is not None else None)
+        return p.stdout.decode(), p.stderr.decode(), p.returncode
+
+    alone, _, _ = sym([], '\n'.join(ctx_lines + ['  ' + bt]) + '\n')
+    want_bt = alone.splitlines()[1:]
+    hd = len(ctx_lines) + 1
+    out, err, rc = sym([], '\n'.join(ctx_lines + ['regs {{{hexdict: A:0x1', '  ' + bt,
+                                                   'tail']) + '\n')
+    got = out.splitlines()
+    expect_eq(fails, 'unclosed hexdict: the next line', got[2:2 + len(want_bt)], want_bt)
+    expect_eq(fails, 'unclosed hexdict: its own line', got[1], 'regs {{{hexdict: A:0x1')
+    expect_eq(fails, 'unclosed hexdict: errors', my_errors(err),
+              [('hexdict not closed before the next element: written as text', 6, hd)])
+    expect_eq(fails, 'unclosed hexdict: status', rc, 1)
+    out, err, rc = sym([], f'x {{{{{{pc:{BASE + trap:#x}\n}}}}}}\nok {{{{{{symbol:_Z1fv}}}}}}\n')
+    expect_eq(fails, 'split element: output', out.splitlines(),
+              [f'x {{{{{{pc:{BASE + trap:#x}', '}}}', 'ok f()'])
+    expect_eq(fails, 'split element: errors', my_errors(err),
+              [('element not closed on its line (only hexdict may span lines): left as text',
+                3, 1)])
+    expect_eq(fails, 'split element: status', rc, 1)
+    files = []
+    for i, body in enumerate(['\n'.join(ctx_lines), 'one\ntwo\n{{{pc:0x1}}}\n  ' + bt,
+                              '{{{hexdict:\n A:0x1']):
+        files.append(ctx.path(f'stream{i}.txt'))
+        with open(files[-1], 'w') as f:
+            f.write(body + '\n')
+    out, err, rc = sym([*files, files[1]])
+    lines = [ln for ln in err.splitlines() if ':' in ln and 'could not be handled' not in ln]
+    expect_eq(fails, 'files: errors', lines, [
+        f'sfprof symbolize: {files[1]}:3:7: no mmap covers address',
+        f'sfprof symbolize: {files[2]}:1:1: multi-line element not closed before the end of '
+        'its file',
+        f'sfprof symbolize: {files[1]}:3:7: no mmap covers address'])
+    expect_eq(fails, 'files: the bt of the second file, filtered twice (context carried)',
+              sum(1 for ln in out.splitlines() if ln in want_bt), 2 * len(want_bt))
+    out, err, rc = sym([], '{{{reset}}}\n{{{module:5:gone:elf:0102030405060708}}}\n'
+                       '{{{mmap:0x100000:0x1000:load:5:rx:0x0}}}\n  {{{bt:0:0x100010:pc}}}\n')
+    # at the bt's frame number, where LLVM puts its caret for a bt's address errors
+    expect_eq(fails, 'missing build ID: errors', my_errors(err),
+              [("could not find build ID '0102030405060708'", 9, 4)])
+    raise_fails(fails)
+    must_fail([f for f in [expect_eq([], 'x', my_errors(err), [])] if f], 'no errors expected')
+    log('streams: hexdict recovery, split elements, files and columns as documented')
+
+
+def expect_eq(fails, what, got, want):
+    if got != want:
+        fails.append(f'{what}:\n  got  {got!r}\n  want {want!r}')
+        return fails[-1]
+    return None
+
+
+CASES = {'elements': case_elements, 'malformed': case_malformed, 'export': case_export,
+         'sweep': case_sweep, 'streams': case_streams}
 
 
 def main():

@@ -19,10 +19,43 @@ struct offcpu_sampler {
 	uint64_t still_blocked;
 };
 
+/*
+ * __schedule's text in /proc/kallsyms: its address to the next text
+ * symbol's. Left 0 when kallsyms hides addresses (kptr_restrict) or lacks it.
+ */
+static void schedule_range(uint64_t *lo, uint64_t *hi)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512], type, name[256];
+	unsigned long long addr;
+	uint64_t at = 0, next = UINT64_MAX;
+
+	*lo = *hi = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+		    (type == 't' || type == 'T') && !strcmp(name, "__schedule")) {
+			at = addr;
+			break;
+		}
+	if (at && !fseek(f, 0, SEEK_SET))
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+			    (type == 't' || type == 'T') && addr > at && addr < next)
+				next = addr;
+	fclose(f);
+	if (at && next != UINT64_MAX) {
+		*lo = at;
+		*hi = next;
+	}
+}
+
 struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *err, size_t errlen)
 {
 	struct offcpu_sampler *oc = calloc(1, sizeof(*oc));
 	struct offcpu_bpf *skel;
+	uint64_t lo, hi;
 	int e;
 
 	if (!oc) {
@@ -49,6 +82,9 @@ struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *er
 	skel->rodata->min_ns = o->min_ns;
 	skel->rodata->event_id = o->event_id;
 	skel->rodata->wakeup_bytes = o->wakeup_bytes;
+	schedule_range(&lo, &hi);
+	skel->rodata->sched_lo = lo;
+	skel->rodata->sched_hi = hi;
 	bpf_map__set_max_entries(skel->maps.scratch, oc->ncpus);
 	if ((e = -bpf_map__reuse_fd(skel->maps.samples, o->ring_fd)) ||
 	    (e = -bpf_map__reuse_fd(skel->maps.targets, o->targets_fd)) ||

@@ -19,6 +19,7 @@
 static const char usage[] =
 	"usage: sfprof diff [OLD [NEW]] [--sort KEYS] [--percentage absolute|relative]\n"
 	"                   [--dsos LIST] [--comms LIST] [--symbols LIST] [--baseline-only]\n"
+	"                   [--event NAME]\n"
 	"                   [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
 	"\n"
 	"Compare two profiles as `perf diff OLD NEW` does (default sfprof.data.old and\n"
@@ -40,6 +41,8 @@ static const char usage[] =
 	"  -S, --symbols LIST          only samples whose innermost frame is one of these\n"
 	"                              functions\n"
 	"  -b, --baseline-only         only rows that OLD has\n"
+	"      --event NAME            compare event NAME's samples (default: NEW's first\n"
+	"                              event with samples; said when NEW has several)\n"
 	"      --debug-file-directory DIR\n"
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
@@ -325,7 +328,7 @@ static void diff_release(struct diff *d)
 
 int cmd_diff(int argc, char **argv)
 {
-	enum { OPT_PERCENTAGE = 256 };
+	enum { OPT_PERCENTAGE = 256, OPT_EVENT };
 	static const struct option opts[] = {
 		{ "sort", required_argument, NULL, 's' },
 		{ "percentage", required_argument, NULL, OPT_PERCENTAGE },
@@ -333,6 +336,7 @@ int cmd_diff(int argc, char **argv)
 		{ "comms", required_argument, NULL, 'C' },
 		{ "symbols", required_argument, NULL, 'S' },
 		{ "baseline-only", no_argument, NULL, 'b' },
+		{ "event", required_argument, NULL, OPT_EVENT },
 		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -344,7 +348,8 @@ int cmd_diff(int argc, char **argv)
 	struct session_opts sopts = { 0 };
 	const char **dirs;
 	bool damaged = false;
-	int c, err = 0, ret = 2;
+	const char *event = NULL;
+	int c, err = 0, ret = 2, ev;
 
 	dirs = calloc(argc, sizeof(*dirs));
 	if (!dirs) {
@@ -381,6 +386,9 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case 'b':
 			d.baseline_only = true;
+			break;
+		case OPT_EVENT:
+			event = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -421,6 +429,13 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 		damaged |= profile_print_notices(paths[i], session__status(s[i]));
+		print_replaced(s[i]);
+	}
+	/* one event's samples, NEW's choice, compared with OLD's of the same name */
+	if ((ev = pick_event(s[1], paths[1], event)) < 0 ||
+	    pick_event(s[0], paths[0], session__event(s[1], ev)->name) < 0)
+		goto out;
+	for (int i = 0; i < 2; i++) {
 		if ((err = add_samples(&d, s[i], i))) {
 			fprintf(stderr, "sfprof diff: %s: %s\n", paths[i], strerror(-err));
 			goto out;

@@ -14,7 +14,7 @@
 
 static const char usage[] =
 	"usage: sfprof export [-i FILE] -f FORMAT [-o OUT] [--title TEXT] [--min-width PX]\n"
-	"                     [--diff OLD] [--keep-addresses]\n"
+	"                     [--diff OLD] [--keep-addresses] [--event NAME]\n"
 	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
 	"\n"
 	"Write a profile (default sfprof.data) in another tool's format, to OUT or stdout.\n"
@@ -45,6 +45,11 @@ static const char usage[] =
 	"             red where it grew, blue where it shrank, deeper the larger the\n"
 	"             change; its title adds the change in points of the total.\n"
 	"\n"
+	"A profile holding several events (-e, --off-cpu) gives one event's samples\n"
+	"(collapsed, pprof, svg): --event's, else the first with samples (said on\n"
+	"stderr). Their weights mean that event's unit: samples, events counted, or\n"
+	"nanoseconds off the CPU (offcpu-time, pprof's offcpu/nanoseconds).\n"
+	"\n"
 	"Names, paths and comms are escaped in every format: bytes that are not UTF-8\n"
 	"and control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\;\n"
 	"markup '{' and '}' as \\xHH too (and ':' in its fields), svg XML's characters\n"
@@ -62,12 +67,14 @@ static const char usage[] =
 	"      --diff OLD              a differential flame graph against profile OLD (svg)\n"
 	"      --keep-addresses        unnamed code as MODULE+0xOFFSET, one frame per\n"
 	"                              address (collapsed, svg)\n"
+	"      --event NAME            the samples of event NAME only (as report names it:\n"
+	"                              cpu-clock, offcpu-time, page-faults, ...)\n"
 	"      --debug-file-directory DIR\n"
 	"                              look for DIR/.build-id/xx/rest.debug too\n"
 	"      --no-debuginfod         do not ask debuginfod even if DEBUGINFOD_URLS is set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
 
-enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DIFF, OPT_KEEP_ADDRESSES };
+enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DIFF, OPT_KEEP_ADDRESSES, OPT_EVENT };
 
 static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
 
@@ -93,11 +100,13 @@ int cmd_export(int argc, char **argv)
 		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
 		{ "diff", required_argument, NULL, OPT_DIFF },
 		{ "keep-addresses", no_argument, NULL, OPT_KEEP_ADDRESSES },
+		{ "event", required_argument, NULL, OPT_EVENT },
 		SYM_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = "sfprof.data", *format = NULL, *output = NULL, *base_path = NULL;
+	const char *event = NULL;
 	struct svg_opts svg = { .min_width = 0.1 };
 	struct session_opts sopts = { 0 };
 	const char **dirs = NULL;
@@ -107,7 +116,7 @@ int cmd_export(int argc, char **argv)
 	char *deftitle = NULL;
 	FILE *out = stdout;
 	bool damaged;
-	int c, err, ret = 1;
+	int c, err, ret = 1, ev = 0;
 	bool known = false;
 
 	dirs = calloc(argc, sizeof(*dirs));
@@ -146,6 +155,9 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_KEEP_ADDRESSES:
 			svg.keep_addresses = true;
+			break;
+		case OPT_EVENT:
+			event = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -189,12 +201,20 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	damaged = profile_print_notices(path, session__status(s));
+	print_replaced(s);
+	/* markup is a sample per line, whatever its event: all of them unless asked */
+	if ((strcmp(format, "markup") || event) && (ev = pick_event(s, path, event)) < 0)
+		goto out;
 	if (base_path) {
 		if (!(base = session__open(base_path, &sopts, &diag))) {
 			fprintf(stderr, "sfprof export: %s\n", diag.reason);
 			goto out;
 		}
 		damaged |= profile_print_notices(base_path, session__status(base));
+		print_replaced(base);
+		/* the baseline's samples of the same event */
+		if (pick_event(base, base_path, session__event(s, ev)->name) < 0)
+			goto out;
 		svg.base = base;
 	}
 	if (!svg.title) {

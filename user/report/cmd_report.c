@@ -32,7 +32,8 @@ static const char usage[] =
 	"  -i, --input FILE            the profile\n"
 	"  -s, --sort KEYS             comma-separated: comm, pid (PID:process name),\n"
 	"                              tid (TID:thread name, what perf's pid key shows),\n"
-	"                              dso, sym or symbol, srcline, cpu (default comm,dso,sym)\n"
+	"                              dso, sym or symbol, srcline, cpu, event (the\n"
+	"                              section's event, as a column) (default comm,dso,sym)\n"
 	"      --children              add the share of samples with the row anywhere in\n"
 	"                              their stack (counted once per sample), and sort by it\n"
 	"      --no-children           self shares only (the default)\n"
@@ -72,12 +73,15 @@ static const char usage[] =
 	"nanoseconds of wall time and the shares are shares of that time; so are\n"
 	"off-CPU samples (event offcpu-time), by the time threads were off the CPU.\n";
 
-enum sort_key { KEY_COMM, KEY_PID, KEY_TID, KEY_DSO, KEY_SYM, KEY_SRCLINE, KEY_CPU, NKEYS };
+enum sort_key {
+	KEY_COMM, KEY_PID, KEY_TID, KEY_DSO, KEY_SYM, KEY_SRCLINE, KEY_CPU, KEY_EVENT, NKEYS
+};
 
 static const char *const key_names[NKEYS] = { "comm", "pid", "tid", "dso", "sym", "srcline",
-					       "cpu" };
+					       "cpu", "event" };
 static const char *const key_titles[NKEYS] = { "Command", "Pid:Command", "Tid:Command",
-					       "Shared Object", "Symbol", "Source:Line", "CPU" };
+					       "Shared Object", "Symbol", "Source:Line", "CPU",
+					       "Event" };
 
 /* Samples grouped before rows are made: one per (stack, thread name, pid, tid, cpu). */
 struct group_key {
@@ -129,6 +133,7 @@ struct report {
 	double percent_limit;
 	const char *time_arg;
 	struct call_graph cg;
+	uint32_t event;		/* the section's: rows are made per event */
 	struct report_filter filter;
 	struct strtab strs;	/* every column's text but the numbers' */
 	uint32_t *frame_dso, *frame_sym, *frame_src, *frame_chain;	/* strtab ids, 0 = not yet */
@@ -198,7 +203,7 @@ static int parse_sort(struct report *r, const char *arg)
 			k = KEY_SYM;
 		if (k == NKEYS || r->use[k]) {
 			fprintf(stderr, "sfprof report: --sort: %s key '%s' (keys: comm, pid, tid, "
-				"dso, sym, symbol, srcline, cpu)\n",
+				"dso, sym, symbol, srcline, cpu, event)\n",
 				k == NKEYS ? "unknown" : "repeated", tok);
 			err = -EINVAL;
 			break;
@@ -474,6 +479,8 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 		key[KEY_TID] = g->key.tid;
 	if (r->use[KEY_CPU])
 		key[KEY_CPU] = g->key.cpu;
+	if (r->use[KEY_EVENT])
+		key[KEY_EVENT] = r->event;
 	if (r->use[KEY_DSO] || r->use[KEY_SYM] || r->use[KEY_SRCLINE]) {
 		uint32_t dso, sym, src;
 
@@ -585,7 +592,7 @@ static int make_rows(struct report *r)
 
 static bool numeric_key(enum sort_key key)
 {
-	return key == KEY_PID || key == KEY_TID || key == KEY_CPU;
+	return key == KEY_PID || key == KEY_TID || key == KEY_CPU || key == KEY_EVENT;
 }
 
 static int row_cmp(const void *pa, const void *pb, void *arg)
@@ -626,6 +633,10 @@ static const char *cell(struct report *r, const struct row *row, enum sort_key k
 	}
 	if (key == KEY_CPU) {
 		snprintf(buf, cap, "%03u", row->key[key]);
+		return buf;
+	}
+	if (key == KEY_EVENT) {
+		text_escape(buf, cap, session__event(r->s, row->key[key])->name, 0);
 		return buf;
 	}
 	return r->strs.strs[row->key[key]];
@@ -792,6 +803,7 @@ static int report_event(struct report *r, uint32_t event, bool first)
 
 	if (!(r->row_map = hmap__new(HMAP_BYTES)) || (r->cg.on && !(r->tree = rtree__new())))
 		return -ENOMEM;
+	r->event = event;
 	if ((err = group_samples(r, event, &sec)) || (err = make_rows(r)))
 		return err;
 	/* no samples, no rows: and qsort_r() takes no NULL array, even of none */
@@ -1038,6 +1050,7 @@ int cmd_report(int argc, char **argv)
 		goto out_args;
 	}
 	damaged = profile_print_notices(path, session__status(r.s));
+	print_replaced(r.s);
 	if ((err = report_all(&r, path))) {
 		fprintf(stderr, "sfprof report: %s: %s\n", path, strerror(-err));
 		goto out;

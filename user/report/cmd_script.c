@@ -316,6 +316,7 @@ int cmd_script(int argc, char **argv)
 		return 1;
 	}
 	damaged = profile_print_notices(path, session__status(s));
+	print_replaced(s);
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	if ((err = print_samples(s, fields)))
 		fprintf(stderr, "sfprof script: %s: %s\n", path, strerror(-err));

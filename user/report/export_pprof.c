@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* pprof: profile.proto encoded by hand (github.com/google/pprof/proto/profile.proto), gzipped. */
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -111,6 +112,43 @@ struct pprof {
 	uint64_t kernel_lo, kernel_hi;
 	bool oom;
 };
+
+/*
+ * What a sample's values mean: samples/count, then, when @type is set,
+ * @type/@unit as the weight times @mult (a CPU clock's period in ns, the
+ * events a -c sample stands for), or as the weight itself when it is in
+ * nanoseconds already (off the CPU, an imported trace's wall time).
+ */
+struct units {
+	const char *type, *unit;
+	uint64_t mult;		/* also the profile's period, in @type's unit */
+	bool count;		/* samples/count is the first value */
+	bool weight_ns;		/* weights are nanoseconds: samples are counted apart */
+};
+
+/* The units of event @ev's samples (@event its index: 0 is the header's cpu-clock). */
+static struct units units_of(const struct session *s, uint32_t event)
+{
+	const struct profile_meta *meta = session__meta(s);
+	const struct session_event *ev = session__event(s, event);
+	bool clock = !event || (ev->type == PERF_TYPE_SOFTWARE &&
+				(ev->config == PERF_COUNT_SW_CPU_CLOCK ||
+				 ev->config == PERF_COUNT_SW_TASK_CLOCK));
+	uint32_t hz = event ? ev->freq_hz : meta->freq_hz;
+
+	if (!event && (meta->flags & PROFILE_F_WALL_NS))
+		return (struct units){ "wall", "nanoseconds", 1, false, true };
+	if (event && (ev->flags & PROFILE_EV_F_WEIGHT_NS))
+		return (struct units){ ev->type == PROFILE_EV_OFF_CPU ? "offcpu" : ev->name,
+				       "nanoseconds", 1, true, true };
+	if (clock && (hz || ev->period))
+		return (struct units){ "cpu", "nanoseconds", hz ? 1000000000u / hz : ev->period,
+				       true, false };
+	if (ev->period)
+		return (struct units){ ev->name, "count", ev->period, true, false };
+	/* a count sampled at a frequency: what a sample stands for varies; samples only */
+	return (struct units){ NULL, NULL, 1, true, false };
+}
 
 /*
  * The id of @s in the string table, escaped: protobuf strings are UTF-8, and
@@ -283,8 +321,8 @@ static int cmp_samples(const void *a, const void *b, void *arg)
 	return 0;
 }
 
-static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_t weight,
-		       uint64_t period, bool wall, struct pb *ids, struct pb *sample)
+static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_t count,
+		       uint64_t weight, const struct units *u, struct pb *ids, struct pb *sample)
 {
 	const struct session_stack *st = session__stack(p->s, sm->stack);
 
@@ -295,10 +333,10 @@ static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_
 	if (ids->len)
 		pb_bytes(sample, SAMPLE_LOCATION_ID, ids->p, ids->len);
 	ids->len = 0;
-	pb_varint(ids, weight);
-	/* weights in ns of wall time are their own value: one sample type */
-	if (!wall)
-		pb_varint(ids, weight * period);
+	if (u->count)
+		pb_varint(ids, u->weight_ns ? count : weight);
+	if (u->type)
+		pb_varint(ids, weight * u->mult);
 	pb_bytes(sample, SAMPLE_VALUE, ids->p, ids->len);
 	ids->len = 0;
 	label(p, sample, "pid", NULL, sm->pid);
@@ -354,10 +392,9 @@ static void put_profile(struct pprof *p, struct pb *prof)
 {
 	const struct profile_meta *meta = session__meta(p->s);
 	const struct session_totals *tot = session__totals(p->s);
-	uint64_t period = meta->freq_hz ? 1000000000u / meta->freq_hz : 1;
-	bool wall = meta->flags & PROFILE_F_WALL_NS;
-	const char *type = wall ? "wall" : "cpu";
 	size_t all = session__nsamples(p->s), n = 0;
+	/* one event's samples (pick_event()): its units */
+	struct units u = units_of(p->s, all ? session__sample(p->s, 0)->event : 0);
 	size_t *order = calloc(all + 1, sizeof(*order));
 	uint64_t first = UINT64_MAX, last = 0;
 	struct pb ids = { 0 }, sample = { 0 };
@@ -367,13 +404,10 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		return;
 	}
 	str(p, "");	/* string_table[0] */
-	if (wall) {
-		value_type(p, prof, PROFILE_SAMPLE_TYPE, "wall", "nanoseconds");
-		period = 1;
-	} else {
+	if (u.count)
 		value_type(p, prof, PROFILE_SAMPLE_TYPE, "samples", "count");
-		value_type(p, prof, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
-	}
+	if (u.type)
+		value_type(p, prof, PROFILE_SAMPLE_TYPE, u.type, u.unit);
 	for (size_t i = 0; i < all; i++) {
 		const struct session_sample *sm = session__sample(p->s, i);
 
@@ -394,7 +428,7 @@ static void put_profile(struct pprof *p, struct pb *prof)
 
 		for (j = i; j < n && !cmp_samples(&order[i], &order[j], (void *)p->s); j++)
 			weight += session__sample(p->s, order[j])->weight;
-		put_sample(p, session__sample(p->s, order[i]), weight, period, wall, &ids, &sample);
+		put_sample(p, session__sample(p->s, order[i]), j - i, weight, &u, &ids, &sample);
 	}
 	if (p->kernel_mapping) {
 		pb_uint(&p->msg, MAPPING_ID, p->kernel_mapping);
@@ -424,10 +458,10 @@ static void put_profile(struct pprof *p, struct pb *prof)
 		pb_uint(prof, PROFILE_DURATION_NANOS, tot->last_ns - tot->first_ns);
 	}
 	/* the string table is complete: these two name strings it already holds */
-	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, type));
-	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, "nanoseconds"));
+	pb_uint(&p->msg, VALUE_TYPE_TYPE, str(p, u.type ? u.type : "samples"));
+	pb_uint(&p->msg, VALUE_TYPE_UNIT, str(p, u.type ? u.unit : "count"));
 	pb_msg(prof, PROFILE_PERIOD_TYPE, &p->msg);
-	pb_uint(prof, PROFILE_PERIOD, period);
+	pb_uint(prof, PROFILE_PERIOD, u.mult);
 	if (meta->cmdline)
 		pb_uint(prof, PROFILE_COMMENT, str(p, meta->cmdline));
 	p->oom |= ids.oom || sample.oom || p->samples.oom || p->mappings.oom ||

@@ -385,7 +385,7 @@ static void put_node(FILE *out, const struct folded *f, const struct flame *fl,
 	fputs("><title>", out);
 	/* names as every format shows them, and XML's own escapes */
 	text_put(out, name, TEXT_XML);
-	/* an imported trace is weighted by ns of wall time */
+	/* an imported trace is weighted by ns of wall time, off-CPU samples by ns off it */
 	fprintf(out, " (%" PRIu64 " %s%s, %.2f%%%s)</title><rect x=\"%.2f\" y=\"%u\" "
 		"width=\"%.2f\" height=\"%u\" fill=\"%s\"/>", n->w, wall ? "ns" : "sample",
 		wall || n->w == 1 ? "" : "s", f->total ? 100.0 * n->w / f->total : 0.0, delta, x, y,
@@ -403,7 +403,11 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 {
 	const struct session_totals *tot = session__totals(s);
 	const struct profile_meta *meta = session__meta(s);
-	bool wall = meta->flags & PROFILE_F_WALL_NS;
+	/* one event's samples (pick_event()) */
+	const struct session_event *ev = session__nsamples(s) ?
+		session__event(s, session__sample(s, 0)->event) : NULL;
+	bool offcpu = ev && session__sample(s, 0)->event && (ev->flags & PROFILE_EV_F_WEIGHT_NS);
+	bool wall = (meta->flags & PROFILE_F_WALL_NS) || offcpu;
 	struct flame fl = { 0 };
 	struct base base = { 0 };
 	unsigned height;
@@ -440,9 +444,10 @@ int export_svg(const struct session *s, FILE *out, const struct svg_opts *opts)
 	fprintf(out, "<text id=\"title\" x=\"%u\" y=\"22\">", WIDTH / 2);
 	text_put(out, opts->title, TEXT_XML);
 	if (wall)
-		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%.6f s of wall "
-			"time in %" PRIu64 " samples, widths in ns; root at the bottom; click a frame "
-			"to zoom, Ctrl-F to search</text>\n", WIDTH / 2, f.total / 1e9, tot->samples);
+		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%.6f s %s "
+			"in %" PRIu64 " samples, widths in ns; root at the bottom; click a frame "
+			"to zoom, Ctrl-F to search</text>\n", WIDTH / 2, f.total / 1e9,
+			offcpu ? "off the CPU" : "of wall time", tot->samples);
 	else if (tot->lost_unknown)
 		fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"40\">%" PRIu64
 			" samples, lost unknown (damaged count), %u Hz; root at the bottom; click a "

@@ -448,6 +448,18 @@ static int event_index(struct session *s, uint32_t id, uint32_t *idx)
 	return 0;
 }
 
+/* @sm in the totals. */
+static void count_sample(struct session *s, const struct session_sample *sm)
+{
+	if (!s->totals.samples || sm->time_ns < s->totals.first_ns)
+		s->totals.first_ns = sm->time_ns;
+	if (sm->time_ns > s->totals.last_ns)
+		s->totals.last_ns = sm->time_ns;
+	s->totals.samples++;
+	s->totals.weight += sm->weight;
+	s->totals.truncated += s->stacks[sm->stack].truncated;
+}
+
 static int add_sample(struct session *s, const struct profile_sample *ps)
 {
 	uint32_t event = 0;
@@ -464,14 +476,7 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 	out = &s->samples[s->nsamples++];
 	*out = (struct session_sample){ ps->time_ns, ps->pid, ps->tid, ps->cpu, ps->weight, event,
 					image, stack, thread_comm(s, ps->tid, &s->images[image]) };
-	if (!s->totals.samples || ps->time_ns < s->totals.first_ns)
-		s->totals.first_ns = ps->time_ns;
-	if (ps->time_ns > s->totals.last_ns)
-		s->totals.last_ns = ps->time_ns;
-	s->totals.samples++;
-	s->totals.weight += ps->weight;
-	if (s->stacks[stack].truncated)
-		s->totals.truncated++;
+	count_sample(s, out);
 	return 0;
 }
 
@@ -669,6 +674,21 @@ size_t session__nevents(const struct session *s) { return s->nevents; }
 const struct session_event *session__event(const struct session *s, uint32_t i)
 {
 	return &s->events[i];
+}
+
+void session__only_event(struct session *s, uint32_t event)
+{
+	size_t n = 0;
+
+	s->totals.samples = s->totals.weight = s->totals.truncated = 0;
+	s->totals.first_ns = s->totals.last_ns = 0;
+	for (size_t i = 0; i < s->nsamples; i++) {
+		if (s->samples[i].event != event)
+			continue;
+		s->samples[n] = s->samples[i];
+		count_sample(s, &s->samples[n++]);
+	}
+	s->nsamples = n;
 }
 
 const struct session_sample *session__sample(const struct session *s, size_t i)

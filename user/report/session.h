@@ -123,6 +123,13 @@ size_t session__nmodules(const struct session *s);
 /** The events samples name; index 0 is the header's default (cpu-clock), always there. */
 size_t session__nevents(const struct session *s);
 const struct session_event *session__event(const struct session *s, uint32_t i);
+
+/**
+ * session__only_event() - leave only the samples of event @event, and the
+ * totals theirs: for views that add weights, which mean one thing per event
+ * (a sample, a page fault, nanoseconds off the CPU).
+ */
+void session__only_event(struct session *s, uint32_t event);
 const struct session_module *session__module(const struct session *s, uint32_t i);
 
 /** A frame's function name for display: the symbol, or "dso+0xoffset". Valid until the next call. */

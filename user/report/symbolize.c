@@ -30,6 +30,7 @@ struct sym_module {
 	int dwarf_fd;
 	Dwarf *dwarf;
 	bool dwarf_tried;
+	bool replaced;		/* path holds another build now, and the recorded one is nowhere */
 	uint64_t dwarf_used;	/* the round when its DWARF was last asked for */
 	unsigned dwarf_opens;
 	struct hmap *dwarf_names;	/* an aliased function's start -> its DWARF name or "" (char *) */
@@ -162,14 +163,19 @@ static bool same_build_id(const struct sfu_module *m, const uint8_t *id, size_t 
 	return len && b->len == len && !memcmp(b->bytes, id, len);
 }
 
-/* Open @path if it is the ELF file with this build ID (any build ID when len is 0). */
-static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len)
+/*
+ * Open @path if it is the ELF file with this build ID (any build ID when
+ * len is 0); *@other is set when it is another build's.
+ */
+static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len,
+					bool *other)
 {
 	/* segments and symbols: nothing of what unwinding reads */
 	struct sfu_module *m = sfu_module__open_flags(path, SFU_MODULE_OPEN_NO_UNWIND, NULL);
 
 	if (m && len && !same_build_id(m, id, len)) {
 		sfu_module__put(m);
+		*other = true;
 		return NULL;
 	}
 	return m;
@@ -222,13 +228,14 @@ static struct sfu_module *find_kept(struct symbolizer *s, const uint8_t *id, siz
 {
 	char path[4400];
 	struct sfu_module *m;
+	bool other;	/* a tree's entry holds its build ID: never another's */
 
 	for (size_t i = 0; i <= s->opts.num_buildid_dirs; i++) {
 		const char *dir = i < s->opts.num_buildid_dirs ? s->opts.buildid_dirs[i] :
 								 s->cache_dir;
 
 		if (dir && !buildid_path(path, sizeof(path), dir, id, len, suffix) &&
-		    (m = open_matching(path, id, len)))
+		    (m = open_matching(path, id, len, &other)))
 			return m;
 	}
 	return NULL;
@@ -245,16 +252,17 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 	char path[4096];
 	struct sfu_module *m;
 	char *found = NULL;
+	bool other;	/* a debug file of another build: as none */
 	int fd;
 
 	if (!len)
 		return NULL;
 	build_id_path(path, sizeof(path), "/usr/lib/debug", id, len);
-	if ((m = open_matching(path, id, len)))
+	if ((m = open_matching(path, id, len, &other)))
 		return m;
 	for (size_t i = 0; i < s->opts.num_debug_dirs; i++) {
 		build_id_path(path, sizeof(path), s->opts.debug_dirs[i], id, len);
-		if ((m = open_matching(path, id, len)))
+		if ((m = open_matching(path, id, len, &other)))
 			return m;
 	}
 	if ((m = find_kept(s, id, len, BUILDID_DEBUG_SUFFIX)))
@@ -271,7 +279,7 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 	if (fd < 0)
 		return NULL;
 	close(fd);
-	m = open_matching(found, id, len);
+	m = open_matching(found, id, len, &other);
 	free(found);
 	return m;
 }
@@ -324,7 +332,7 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	m->name = slash ? slash + 1 : m->path;
 	/* the recorded path only if it still holds the same build (or none was recorded) */
 	if (path[0] == '/')
-		m->bin = open_matching(path, build_id, build_id_len);
+		m->bin = open_matching(path, build_id, build_id_len, &m->replaced);
 	/* replaced, removed, or recorded on another machine: the copy kept by build ID */
 	if (!m->bin && build_id_len)
 		m->bin = find_kept(s, build_id, build_id_len, NULL);
@@ -334,6 +342,7 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 		m->bin = m->dbg;	/* a debug file keeps the program headers */
 		sfu_module__get(m->bin);
 	}
+	m->replaced &= !m->bin;
 	m->next = s->modules;
 	s->modules = m;
 	*v = (uintptr_t)m;
@@ -378,6 +387,11 @@ const char *sym_module__name(const struct sym_module *m)
 const char *sym_module__path(const struct sym_module *m)
 {
 	return m->path;
+}
+
+bool sym_module__replaced(const struct sym_module *m)
+{
+	return m->replaced;
 }
 
 bool sym_module__found(const struct sym_module *m)
@@ -565,16 +579,16 @@ static int elf_sym_cmp(const void *a, const void *b)
 
 static bool better_alias(const struct elf_sym *a, const struct elf_sym *b);
 
-/* By address; at one address the name perf would choose first. */
+/* By address, then size, then place in the table: llvm-symbolizer's stable sort. */
 static int dsym_cmp(const void *a, const void *b)
 {
 	const struct elf_sym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	if (better_alias(x, y))
-		return -1;
-	return better_alias(y, x) ? 1 : 0;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /*
@@ -633,18 +647,27 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 				continue;
 			type = GELF_ST_TYPE(sym.st_info);
 			vis = GELF_ST_VISIBILITY(sym.st_other);
-			/* what a data address can name: objects and functions, where they are loaded */
-			if ((type == STT_OBJECT || type == STT_FUNC || type == STT_GNU_IFUNC) &&
+			/*
+			 * What llvm-symbolizer names any address by: objects, functions
+			 * and untyped symbols (assembly's, __bss_start, _end) of loaded
+			 * sections, ARM's mapping symbols ($x, $d) aside
+			 */
+			if ((type == STT_OBJECT || type == STT_FUNC || type == STT_GNU_IFUNC ||
+			     type == STT_NOTYPE) &&
 			    (in = elf_getscn(elf, sym.st_shndx)) && gelf_getshdr(in, &sec) &&
 			    (sec.sh_flags & SHF_ALLOC) &&
-			    (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && *name) {
+			    (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && *name &&
+			    !(type == STT_NOTYPE && name[0] == '$')) {
 				if (VEC_RESERVE(m->dsyms, *dcap, m->ndsyms + 1, 256))
 					return -ENOMEM;
-				m->dsyms[m->ndsyms++] = (struct elf_sym){
+				m->dsyms[m->ndsyms] = (struct elf_sym){
 					.addr = sym.st_value, .size = sym.st_size,
 					.sec_end = sec.sh_addr + sec.sh_size, .name = name,
-					.bind = GELF_ST_BIND(sym.st_info),
+					.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
+					.file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : NULL,
+					.order = (uint32_t)m->ndsyms,
 				};
+				m->ndsyms++;
 			}
 			if (type != STT_NOTYPE && type != STT_FUNC && type != STT_GNU_IFUNC)
 				continue;
@@ -686,8 +709,42 @@ static void module_syms(struct sym_module *m)
 	}
 	if (m->nsyms)
 		qsort(m->syms, m->nsyms, sizeof(*m->syms), elf_sym_cmp);
-	if (m->ndsyms)
+	if (m->ndsyms) {
+		size_t n = 0;
+
+		/* one per address, as llvm-symbolizer keeps: the largest, then the last */
 		qsort(m->dsyms, m->ndsyms, sizeof(*m->dsyms), dsym_cmp);
+		for (size_t i = 0; i < m->ndsyms; i++)
+			if (i + 1 == m->ndsyms || m->dsyms[i + 1].addr != m->dsyms[i].addr)
+				m->dsyms[n++] = m->dsyms[i];
+		m->ndsyms = n;
+	}
+}
+
+/*
+ * The symbol llvm-symbolizer names ELF address @vaddr by: the one kept at
+ * the greatest address at or below it, unless its size ends before
+ * @vaddr (a symbol of no size runs to the next). @return it, or NULL.
+ */
+static const struct elf_sym *llvm_symbol(struct sym_module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi;
+	const struct elf_sym *sym;
+
+	module_syms(m);
+	hi = m->ndsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->dsyms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	sym = &m->dsyms[lo - 1];
+	return sym->size && vaddr - sym->addr >= sym->size ? NULL : sym;
 }
 
 /* The index of the first symbol at an address past @vaddr. */
@@ -913,31 +970,12 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 bool symbolizer__lookup_data(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
 			     struct sym_info *out)
 {
-	size_t lo = 0, hi, first;
 	const struct elf_sym *sym;
 
 	(void)s;
 	memset(out, 0, sizeof(*out));
 	out->vaddr = vaddr;
-	if (!m || !m->bin)
-		return false;
-	module_syms(m);
-	hi = m->ndsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->dsyms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return false;
-	/* the best name of the last address at or before @vaddr sorts first there */
-	for (first = lo - 1; first && m->dsyms[first - 1].addr == m->dsyms[lo - 1].addr; first--)
-		;
-	sym = &m->dsyms[first];
-	if (sym->size && vaddr - sym->addr >= sym->size)
+	if (!m || !m->bin || !(sym = llvm_symbol(m, vaddr)))
 		return false;
 	out->offset = vaddr - sym->addr;
 	out->name = sym_demangled(m, sym->name);
@@ -1058,30 +1096,17 @@ static const char *symtab_file(struct sym_module *m, uint64_t start)
 /*
  * The name llvm-symbolizer gives the function holding @vaddr from the
  * symbol table (it takes that over the DWARF name of the outermost frame):
- * the function symbol at the greatest address at or below @vaddr, of those
- * there the largest, of those the last in the table (glibc's debug file
- * names __libc_start_main_impl's address __libc_start_main@GLIBC_2.2.5,
- * __fstatat's fstatat). Demangled; *@file (if given) its STT_FILE.
+ * llvm_symbol()'s, of those at its address the largest, then the last in
+ * the table (glibc's debug file names __libc_start_main_impl's address
+ * __libc_start_main@GLIBC_2.2.5, __fstatat's fstatat); an object's name in
+ * data (gvar). Demangled; *@file (if given) its STT_FILE.
  * @return it, or NULL.
  */
 static const char *symtab_function(struct sym_module *m, uint64_t vaddr, const char **file)
 {
-	const struct elf_sym *best = NULL;
-	size_t i;
+	const struct elf_sym *best = llvm_symbol(m, vaddr);
 
-	module_syms(m);
-	i = syms_after(m, vaddr);
-	if (!i)
-		return NULL;
-	for (uint64_t at = m->syms[i - 1].addr; i > 0 && m->syms[i - 1].addr == at; i--) {
-		const struct elf_sym *e = &m->syms[i - 1];
-
-		if (e->label)
-			continue;
-		if (!best || e->size > best->size || (e->size == best->size && e->order > best->order))
-			best = e;
-	}
-	if (!best || (best->size && vaddr - best->addr >= best->size))
+	if (!best)
 		return NULL;
 	if (file)
 		*file = best->file;
@@ -1186,6 +1211,9 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The farthest a kernel address is named from the symbol before it (kallsyms has no sizes). */
+#define KSYM_REACH (1u << 20)
+
 static void load_kallsyms(struct symbolizer *s)
 {
 	FILE *f = fopen(s->opts.kallsyms ? s->opts.kallsyms : "/proc/kallsyms", "re");
@@ -1255,7 +1283,12 @@ bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *ou
 		else
 			hi = mid;
 	}
-	if (!lo)
+	/*
+	 * kallsyms gives no sizes: past the last symbol below it by more than
+	 * any function's length, an address is in no symbol kallsyms lists (a
+	 * BPF program's JIT image, gone since), not _einittext+0x3c82e666
+	 */
+	if (!lo || addr - s->ksyms[lo - 1].addr >= KSYM_REACH)
 		return false;
 	out->name = s->knames + s->ksyms[lo - 1].name;
 	out->offset = addr - s->ksyms[lo - 1].addr;

@@ -71,6 +71,13 @@ const char *sym_module__path(const struct sym_module *m);
 /** @return whether an ELF file (binary or debug file) was found for the module. */
 bool sym_module__found(const struct sym_module *m);
 
+/**
+ * @return whether the module's recorded path holds another build now and no
+ * file of the recorded build was found elsewhere (cache, debug directories):
+ * its frames stay unnamed.
+ */
+bool sym_module__replaced(const struct sym_module *m);
+
 /** @return the path of the binary found for the module (not a debug file standing in for it), or NULL. */
 const char *sym_module__binary_file(const struct sym_module *m);
 
@@ -135,9 +142,11 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 				  struct sym_frame *frames, size_t cap);
 
 /**
- * symbolizer__lookup_data() - the data symbol holding ELF address @vaddr
- * of @m: the last object or function symbol at or before it, if the
- * address is inside its size (a symbol of size 0 reaches to the next).
+ * symbolizer__lookup_data() - the symbol holding ELF address @vaddr of @m
+ * as llvm-symbolizer names data: the last object, function or untyped
+ * symbol at or before it (at one address the largest, then the last in the
+ * table), if the address is inside its size (a symbol of size 0 reaches to
+ * the next).
  *
  * @return true when named (out->name demangled, out->offset from its start).
  */

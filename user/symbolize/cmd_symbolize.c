@@ -155,6 +155,7 @@ int cmd_symbolize(int argc, char **argv)
 			src.name = "<stdin>";
 		}
 		err = filter_stream(f, in);
+		markup_filter__end_file(f);
 		if (in != stdin)
 			fclose(in);
 		if (err) {

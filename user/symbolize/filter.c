@@ -58,6 +58,7 @@ struct markup_filter {
 	char *ml;
 	size_t ml_len, ml_cap;
 	unsigned long ml_lineno;
+	size_t ml_col;			/* where it begins on its first line, 0-based */
 	struct markup_node *deferred;
 	size_t ndeferred, deferred_cap;
 	bool dangling;			/* an SGR state written and not reset */
@@ -145,7 +146,7 @@ static void error_at(struct markup_filter *f, const char *at, const char *fmt, .
 				line++;
 				bol = p + 1;
 			}
-		col = at - bol + 1;
+		col = at - bol + 1 + (bol == f->ml ? f->ml_col : 0);
 	}
 	if (f->opts.error)
 		f->opts.error(f->opts.ctx, line, col, msg);
@@ -525,8 +526,12 @@ static bool try_contextual(struct markup_filter *f, const struct markup_node *n)
 
 /* --- presentation --- */
 
-/* The symbolizer's module for @m, or NULL (reported) when no file has its build ID. */
-static struct sym_module *module_sym(struct markup_filter *f, struct module *m)
+/*
+ * The symbolizer's module for @m, or NULL when no file has its build ID
+ * (reported at @field, the address that needed it).
+ */
+static struct sym_module *module_sym(struct markup_filter *f, struct module *m,
+				     struct markup_span field)
 {
 	if (!m->sym_tried) {
 		m->sym_tried = true;
@@ -540,7 +545,7 @@ static struct sym_module *module_sym(struct markup_filter *f, struct module *m)
 		for (size_t i = 0; i < m->build_id_len && i < 64; i++)
 			snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
 		hex[2 * (m->build_id_len < 64 ? m->build_id_len : 64)] = 0;
-		error_at(f, NULL, "could not find build ID '%s'", hex);
+		error_at(f, field.s, "could not find build ID '%s'", hex);
 	}
 	return NULL;
 }
@@ -595,7 +600,7 @@ static bool place(struct markup_filter *f, const struct markup_node *n, struct m
 		put_raw(f, n);
 		return false;
 	}
-	if (!(*sm = module_sym(f, (*map)->mod))) {
+	if (!(*sm = module_sym(f, (*map)->mod, field))) {
 		put_raw(f, n);
 		return false;
 	}
@@ -668,6 +673,7 @@ static void do_bt(struct markup_filter *f, const struct markup_node *n)
 		return;
 	/* a frame without a type is a return address */
 	addr -= is_ra;
+	/* reported at the frame number, where llvm-symbolizer puts its caret */
 	if (!place(f, n, n->fields[0], addr, &map, &sm))
 		return;
 	rel = addr - map->start + map->rel;
@@ -907,6 +913,20 @@ static void ml_abandon(struct markup_filter *f, const char *why)
 	f->ml_len = 0;
 }
 
+/*
+ * Whether an unclosed "{{{" at @s begins an element cut at the line's end
+ * ("{{{pc:0x1", "{{{reset"): a tag of lowercase letters, then ':' or the
+ * end of the line. Other text with braces ("{{{not markup") is text.
+ */
+static bool looks_like_element(const char *s, size_t len)
+{
+	size_t i = 3;
+
+	while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
+		i++;
+	return i > 3 && (i == len || s[i] == ':' || s[i] == '\n' || s[i] == '\r');
+}
+
 int markup_filter__line(struct markup_filter *f, const char *line, size_t len)
 {
 	struct markup_node n;
@@ -925,7 +945,10 @@ int markup_filter__line(struct markup_filter *f, const char *line, size_t len)
 		fputs("\033[0m", f->out);
 		f->dangling = false;
 	}
-	if (f->ml_len) {
+	if (f->ml_len && markup_open_before_end(line, len) >= 0) {
+		/* another element begins: the hexdict was never closed; this line is its own */
+		ml_abandon(f, "hexdict not closed before the next element: written as text");
+	} else if (f->ml_len) {
 		long end = markup_multiline_end(line, len);
 
 		if (end < 0 && f->ml_len + len <= MULTILINE_MAX)
@@ -947,6 +970,11 @@ int markup_filter__line(struct markup_filter *f, const char *line, size_t len)
 	if ((mlb = markup_multiline_begin(line, len, pos)) >= 0) {
 		stop = mlb;
 		opening = true;
+	} else if ((mlb = markup_unclosed(line, len, pos)) >= 0 && looks_like_element(line + mlb,
+										       len - mlb)) {
+		/* as llvm-symbolizer, text; but an error: no other element spans lines */
+		error_at(f, line + mlb, "element not closed on its line (only hexdict may span "
+			 "lines): left as text");
 	}
 	while (markup_next(line, stop, &pos, &n)) {
 		if (try_contextual(f, &n))
@@ -962,9 +990,20 @@ done:
 	if (opening) {
 		f->ml_len = 0;
 		f->ml_lineno = f->lineno;
+		f->ml_col = mlb;
 		err = ml_append(f, line + mlb, len - mlb);
 	}
 	return err;
+}
+
+void markup_filter__end_file(struct markup_filter *f)
+{
+	if (f->ml_len) {
+		f->line = NULL;
+		f->len = 0;
+		ml_abandon(f, "multi-line element not closed before the end of its file");
+	}
+	f->lineno = 0;
 }
 
 void markup_filter__finish(struct markup_filter *f)

@@ -43,6 +43,14 @@ void markup_filter__free(struct markup_filter *f);
 int markup_filter__line(struct markup_filter *f, const char *line, size_t len);
 
 /**
+ * markup_filter__end_file() - the end of one input file: a multi-line
+ * element still open is reported and written as text, and line numbers
+ * start again. The contextual elements (modules, mmaps) carry on into the
+ * next file, as if the files were one stream.
+ */
+void markup_filter__end_file(struct markup_filter *f);
+
+/**
  * markup_filter__finish() - the end of the input: a multi-line element
  * left open is written as text, the context is dropped.
  */

@@ -95,18 +95,33 @@ bool markup_next(const char *line, size_t len, size_t *pos, struct markup_node *
 	return true;
 }
 
-long markup_multiline_begin(const char *line, size_t len, size_t from)
+long markup_unclosed(const char *line, size_t len, size_t from)
 {
-	static const char tag[] = "hexdict:";
 	const char *open = NULL;
 
 	for (const char *p = line + from, *end = line + len; (p = find(p, end - p, "{{{")); p++)
 		open = p;
-	if (!open || find(open + 3, line + len - open - 3, "}}}") ||
-	    (size_t)(line + len - open - 3) < sizeof(tag) - 1 ||
-	    memcmp(open + 3, tag, sizeof(tag) - 1))
+	if (!open || find(open + 3, line + len - open - 3, "}}}"))
 		return -1;
 	return open - line;
+}
+
+long markup_multiline_begin(const char *line, size_t len, size_t from)
+{
+	static const char tag[] = "hexdict:";
+	long at = markup_unclosed(line, len, from);
+
+	if (at < 0 || len - at - 3 < sizeof(tag) - 1 || memcmp(line + at + 3, tag, sizeof(tag) - 1))
+		return -1;
+	return at;
+}
+
+long markup_open_before_end(const char *line, size_t len)
+{
+	long end = markup_multiline_end(line, len);
+	const char *open = find(line, end < 0 ? len : (size_t)end - 3, "{{{");
+
+	return open ? open - line : -1;
 }
 
 long markup_multiline_end(const char *line, size_t len)

@@ -42,6 +42,23 @@ struct markup_node {
 bool markup_next(const char *line, size_t len, size_t *pos, struct markup_node *node);
 
 /**
+ * markup_unclosed() - the last "{{{" of @line from @from on, when no "}}}"
+ * follows it: an element opened and not closed on its line.
+ *
+ * @return its offset, or -1.
+ */
+long markup_unclosed(const char *line, size_t len, size_t from);
+
+/**
+ * markup_open_before_end() - a "{{{" in a line that should continue a
+ * multi-line element, before the "}}}" that would close it (or anywhere
+ * when none does): another element begins, so the first was never closed.
+ *
+ * @return its offset, or -1.
+ */
+long markup_open_before_end(const char *line, size_t len);
+
+/**
  * markup_multiline_begin() - whether @line opens an element the spec lets
  * span lines (hexdict): its last "{{{" has no "}}}" after it and names
  * such a tag. That is asked of a line holding no element from *@from on.

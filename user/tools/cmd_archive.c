@@ -156,6 +156,7 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	damaged = profile_print_notices(path, session__status(s));
+	print_replaced(s);
 	if (damaged) {
 		fprintf(stderr, "sfprof archive: %s is damaged: not archived\n", path);
 		goto out;
