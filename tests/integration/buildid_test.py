@@ -296,6 +296,15 @@ def archive_on_scratch_root(ctx, arch, before, before_script, fails):
     shutil.copy(arch, os.path.join(root, 'p.tar.zst'))
     run(['tar', '--zstd', '-xf', arch, '-C', root, 'sfprof.data'])
     env = {'PATH': '/opt', 'HOME': '/', 'XDG_CACHE_HOME': '/no-cache', 'TMPDIR': '/tmp'}
+    # A sanitizer build reads its options from /proc/self/environ and LeakSanitizer needs
+    # /proc: there the root gets a /proc of its own, in a mount namespace that ends with the
+    # command (kallsyms is then the running kernel's, which the archive's equals here).
+    sanitized = any(n.startswith('libasan') for n in os.listdir(os.path.join(root, 'opt', 'lib')))
+    for k in ('UBSAN_OPTIONS', 'ASAN_OPTIONS'):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    if sanitized:
+        os.makedirs(os.path.join(root, 'proc'))
     gone = [p for p in ('/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2',
                         '/usr/lib/debug') if os.path.lexists(root + p)]
     expect(not gone, fails, f'the scratch root holds {gone}')
@@ -303,7 +312,12 @@ def archive_on_scratch_root(ctx, arch, before, before_script, fails):
     chroot = shutil.which('chroot') or '/usr/sbin/chroot'
 
     def inside(*args):
-        return run([chroot, root, *sfprof, *args], env=env, timeout=120)
+        cmd = [chroot, root, *sfprof, *args]
+        if sanitized:
+            cmd = [shutil.which('unshare') or '/usr/bin/unshare', '-m', '--', '/bin/sh', '-c',
+                   f'{shutil.which("mount") or "/bin/mount"} -t proc proc "$0/proc" && exec "$@"',
+                   root, *cmd]
+        return run(cmd, env=env, timeout=120)
 
     after = inside('report', '-i', '/p.tar.zst', '--stdio').stdout
     after_script = inside('script', '-i', '/p.tar.zst').stdout
