@@ -16,6 +16,7 @@
 #include "buildid.h"
 #include "buildid_keeper.h"
 #include "util/hmap.h"
+#include "util/vec.h"
 
 /* Files held open and waiting at once: past it an offer is dropped and counted. */
 #define MAX_PENDING 512
@@ -513,15 +514,8 @@ static int push_entry(struct buildid_keeper *k, const struct entry *e)
 	uint64_t *v;
 
 	compact(k);
-	if (k->nentries == k->entries_cap) {
-		size_t cap = k->entries_cap ? 2 * k->entries_cap : 64;
-		struct entry *v = realloc(k->entries, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		k->entries = v;
-		k->entries_cap = cap;
-	}
+	if (VEC_RESERVE(k->entries, k->entries_cap, k->nentries + 1, 64))
+		return -ENOMEM;
 	if (hmap__entry_u64(k->index, entry_hash(e->id, e->len, e->debug), &v))
 		return -ENOMEM;
 	/* a slot of another live build keeps it (a collision) */
@@ -581,14 +575,8 @@ static void scan(struct buildid_keeper *k)
 			struct stat st;
 
 			snprintf(path, sizeof(path), "%s/%s/%s", tree, de->d_name, fe->d_name);
-			if (k->nentries == k->entries_cap) {
-				size_t cap = k->entries_cap ? 2 * k->entries_cap : 64;
-
-				if (!(e = realloc(k->entries, cap * sizeof(*e))))
-					break;
-				k->entries = e;
-				k->entries_cap = cap;
-			}
+			if (VEC_RESERVE(k->entries, k->entries_cap, k->nentries + 1, 64))
+				break;
 			e = &k->entries[k->nentries];
 			memset(e, 0, sizeof(*e));
 			/* entries only: not a temporary file of another recording */

@@ -721,6 +721,22 @@ static void module_syms(struct sym_module *m)
 	}
 }
 
+/* The index of the first of @n symbols sorted by address that lies past @vaddr. */
+static size_t first_past(const struct elf_sym *v, size_t n, uint64_t vaddr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * The symbol llvm-symbolizer names ELF address @vaddr by: the one kept at
  * the greatest address at or below it, unless its size ends before
@@ -728,20 +744,11 @@ static void module_syms(struct sym_module *m)
  */
 static const struct elf_sym *llvm_symbol(struct sym_module *m, uint64_t vaddr)
 {
-	size_t lo = 0, hi;
 	const struct elf_sym *sym;
+	size_t lo;
 
 	module_syms(m);
-	hi = m->ndsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->dsyms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
+	if (!(lo = first_past(m->dsyms, m->ndsyms, vaddr)))
 		return NULL;
 	sym = &m->dsyms[lo - 1];
 	return sym->size && vaddr - sym->addr >= sym->size ? NULL : sym;
@@ -750,17 +757,7 @@ static const struct elf_sym *llvm_symbol(struct sym_module *m, uint64_t vaddr)
 /* The index of the first symbol at an address past @vaddr. */
 static size_t syms_after(const struct sym_module *m, uint64_t vaddr)
 {
-	size_t lo = 0, hi = m->nsyms;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return first_past(m->syms, m->nsyms, vaddr);
 }
 
 /*
