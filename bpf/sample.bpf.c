@@ -42,12 +42,22 @@ struct {
 	__uint(max_entries, 1);
 } scratch SEC(".maps");
 
-/* Only for the loader: its perf buffers of mmap, comm, fork and exit records. */
+/* Only for the loader: its perf buffers of mmap, comm, fork and exit records (see execs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 } task_events SEC(".maps");
+
+/*
+ * A doorbell rung at each exec of a recorded process: its mmap records are
+ * in the task event buffers by then, and the reader, woken, hands them to the
+ * preparing thread while the process lives. The task event buffers wake no one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} execs SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {
@@ -204,6 +214,18 @@ int BPF_PROG(fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+
+	if (tgid == self_tgid || (filter_pids && !bpf_map_lookup_elem(&targets, &tgid)))
+		return 0;
+	/* full, the reader has yet to read: it reads every buffer then */
+	bpf_ringbuf_output(&execs, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

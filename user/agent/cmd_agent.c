@@ -619,6 +619,7 @@ static int run(struct agent *a)
 		if (now >= deadline)
 			break;
 		err = sampler__poll(a->sampler, 100);
+		pipeline__kick(a->pipeline);	/* the round's task events, at once */
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
 			return err;

@@ -841,6 +841,7 @@ static int run(struct record *r, int *child_status)
 		if (now >= deadline)
 			break;
 		err = sampler__poll(r->sampler, timeout);
+		pipeline__kick(r->pipeline);	/* the round's task events, at once */
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
 			break;

@@ -636,15 +636,32 @@ static struct item *reserve(struct shard *sh, size_t len, size_t keep)
 	return (struct item *)(sh->ring + pos);
 }
 
-/* Publish the item reserve() gave, and wake the thread if it sleeps. */
-static void publish(struct shard *sh, struct item *it)
+/* Wake @sh's thread if it sleeps with items queued. */
+static void kick(struct shard *sh)
 {
-	__atomic_store_n(&sh->head, sh->head + item_size(it->len), __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST)) {
+	if (__atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&sh->head, __ATOMIC_SEQ_CST) != sh->tail) {
 		pthread_mutex_lock(&sh->lock);
 		pthread_cond_signal(&sh->wake);
 		pthread_mutex_unlock(&sh->lock);
 	}
+}
+
+/* Publish the item reserve() gave; @wake: wake the thread now if it sleeps, not at pipeline__kick(). */
+static void publish(struct shard *sh, struct item *it, bool wake)
+{
+	__atomic_store_n(&sh->head, sh->head + item_size(it->len), __ATOMIC_SEQ_CST);
+	if (wake && __atomic_load_n(&sh->sleeping, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&sh->lock);
+		pthread_cond_signal(&sh->wake);
+		pthread_mutex_unlock(&sh->lock);
+	}
+}
+
+void pipeline__kick(struct pipeline *pl)
+{
+	for (unsigned i = 0; i < pl->nshards; i++)
+		kick(&pl->shards[i]);
 }
 
 void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uint64_t *kstack,
@@ -670,7 +687,7 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 	if (kbytes)	/* a sample without a kernel stack may pass none */
 		memcpy(it->data + sizeof(*h), kstack, kbytes);
 	memcpy(it->data + sizeof(*h) + kbytes, ustack, h->ustack_len);
-	publish(sh, it);
+	publish(sh, it, true);
 }
 
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time)
@@ -685,6 +702,7 @@ void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e
 		struct item *it = reserve(sh, e->size, 0);
 
 		while (!it && pl->wait_for_room && sh->started) {
+			kick(sh);
 			usleep(100);
 			it = reserve(sh, e->size, 0);
 		}
@@ -696,7 +714,8 @@ void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e
 		it->len = e->size;
 		it->time = time;
 		memcpy(it->data, e, e->size);
-		publish(sh, it);
+		/* the thread needs it only before the next sample: woken then, or at the round's end */
+		publish(sh, it, false);
 	}
 }
 
@@ -710,6 +729,7 @@ int pipeline__cut(struct pipeline *pl, struct profile_writer *w)
 {
 	int err = 0;
 
+	pipeline__kick(pl);
 	for (unsigned i = 0; i < pl->nshards; i++)
 		while (!drained(&pl->shards[i]))
 			usleep(100);

@@ -125,8 +125,15 @@ int pipeline__start(struct pipeline *pl);
 void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uint64_t *kstack,
 		      const uint8_t *ustack);
 
-/** pipeline__task_event() - queue a copy of a task event for every thread. Never blocks. */
+/**
+ * pipeline__task_event() - queue a copy of a task event for every thread.
+ * Never blocks. A thread asleep is woken by the next pipeline__sample() or
+ * pipeline__kick(): a round's events wake it once.
+ */
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time);
+
+/** pipeline__kick() - wake the threads asleep with items queued: at the end of each round of reading. */
+void pipeline__kick(struct pipeline *pl);
 
 /**
  * pipeline__wait_for_room() - from now on, pipeline__sample() and

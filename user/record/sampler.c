@@ -48,7 +48,8 @@ struct late_sample {
 struct sampler {
 	struct sample_bpf *skel;
 	struct ring_buffer *ring;
-	struct perf_buffer *tasks;
+	struct perf_buffer *tasks;	/* woken when half full, or by an exec */
+	struct ring_buffer *execs;	/* the BPF side's exec doorbell */
 	struct bpf_link **links;	/* nlinks of them, each event's on every CPU */
 	int *event_fds;			/* nlinks of them, -1 where none (a tracepoint's) */
 	size_t nlinks;
@@ -225,7 +226,9 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 	s->delivered = 0;
 	s->horizon = horizon;
 	s->round_end = horizon == UINT64_MAX ? UINT64_MAX : now_ns() + ROUND_BUDGET_NS;
-	err = perf_buffer__consume(s->tasks);
+	err = ring_buffer__consume(s->execs);	/* rung: it only woke us */
+	if (err >= 0)
+		err = perf_buffer__consume(s->tasks);
 	if (err < 0)
 		return err;
 	qsort(s->evs + s->evs_head, s->evs_len - s->evs_head, sizeof(*s->evs), ev_cmp);
@@ -264,14 +267,14 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	struct epoll_event ev[2];
+	struct epoll_event ev[3];
 	int n;
 
 	/*
 	 * Wait without reading: both streams are read afterwards, task events
 	 * first, up to one horizon, so every sample meets the events before it.
 	 */
-	n = epoll_wait(s->epfd, ev, 2, timeout_ms);
+	n = epoll_wait(s->epfd, ev, 3, timeout_ms);
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	return round_trip(s, now_ns());
@@ -508,6 +511,25 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+static int on_exec(void *ctx, void *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+/*
+ * A dummy event on every CPU. Its records wake no one until half the buffer
+ * fills: the reader reads them each round (100 ms at most apart), and at
+ * each exec of a process recorded, which the BPF side's exec tracepoint
+ * tells (the execs ring). The exec's mappings of its program and loader are
+ * in the buffer by then: they reach the preparing thread while the process
+ * lives, for its files to be opened and held before it exits and they are
+ * deleted (a 40 ms program and the reader's 100 ms timer lost most such
+ * binaries). Waking at every record instead cost each short-lived program
+ * about 10 wake-ups of the reader and of the unwinding thread.
+ */
 static int open_task_events(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_event_attr attr = {
@@ -524,31 +546,31 @@ static int open_task_events(struct sampler *s, char *err, size_t errlen)
 		.build_id = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
-		/*
-		 * Wake the reader at every record (a busy reader takes many at
-		 * once): an exec's mmaps must reach the preparing thread while
-		 * the process lives, for its files to be opened and held
-		 * before it exits and they are deleted (a 40 ms program and
-		 * the reader's 100 ms timer lost most such binaries).
-		 */
 		.watermark = 1,
-		.wakeup_watermark = 1,
 	};
+	int e;
 
+	attr.wakeup_watermark = TASK_BUF_PAGES * (uint32_t)sysconf(_SC_PAGESIZE) / 2;
 	s->tasks = perf_buffer__new_raw(bpf_map__fd(s->skel->maps.task_events), TASK_BUF_PAGES,
 					&attr, on_task_event, s, NULL);
 	if (!s->tasks) {
-		int e = errno;
-
+		e = errno;
 		snprintf(err, errlen, "cannot open task event buffers: %s", strerror(e));
+		return -e;
+	}
+	s->execs = ring_buffer__new(bpf_map__fd(s->skel->maps.execs), on_exec, s, NULL);
+	if (!s->execs) {
+		e = errno;
+		snprintf(err, errlen, "cannot open the exec ring buffer: %s", strerror(e));
 		return -e;
 	}
 	return 0;
 }
 
-static int add_epoll(int epfd, int fd)
+/* @tag: which one woke the reader, as strace shows it */
+static int add_epoll(int epfd, int fd, uint32_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -621,7 +643,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	if (sample_bpf__attach(s->skel)) {
 		e = errno;
-		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(e));
+		snprintf(err, errlen, "cannot attach the fork and exec tracepoints: %s", strerror(e));
 		goto fail;
 	}
 	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
@@ -652,8 +674,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		}
 	}
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (s->epfd < 0 || add_epoll(s->epfd, ring_buffer__epoll_fd(s->ring)) ||
-	    add_epoll(s->epfd, perf_buffer__epoll_fd(s->tasks))) {
+	if (s->epfd < 0 || add_epoll(s->epfd, ring_buffer__epoll_fd(s->ring), 0) ||
+	    add_epoll(s->epfd, perf_buffer__epoll_fd(s->tasks), 1) ||
+	    add_epoll(s->epfd, ring_buffer__epoll_fd(s->execs), 2)) {
 		e = errno;
 		snprintf(err, errlen, "epoll: %s", strerror(e));
 		goto fail;
@@ -674,6 +697,7 @@ void sampler__free(struct sampler *s)
 		close(s->epfd);
 	ring_buffer__free(s->ring);
 	perf_buffer__free(s->tasks);
+	ring_buffer__free(s->execs);
 	offcpu_sampler__free(s->offcpu);
 	sample_bpf__destroy(s->skel);
 	record_capture__close(s->capture);
