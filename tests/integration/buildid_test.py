@@ -31,6 +31,13 @@ WORKDIR: nothing of the user's cache is read or written.
             each); a recording with --buildid-cache-size of what it needs
             plus 1.5 MiB evicts the two oldest and keeps the third and its
             own; with 10 MiB to spare, none is evicted.
+  short-lived  `record -a` while copies of a program, each with a build ID of
+            its own (unique binaries), run about 50 ms and are deleted as soon
+            as they exit, one after another: at least 98% of their samples with
+            frames in their own binary have all of those named (alpha_leaf <-
+            alpha_mid <- main): each file was held open from its exec (the exec
+            wakes the reader) and kept in the cache. Recorded with
+            --no-buildid-cache instead, at most 5% are (the negative check).
   errors    not a profile, a damaged archive (cut, bytes flipped), an archive
             with a symbolic link member, an unwritable cache, an archive
             written where it cannot be: `sfprof COMMAND: ...`, a non-zero
@@ -422,6 +429,79 @@ def case_bound(ctx):
     raise_fails(fails)
 
 
+OWN_NAMES = {'alpha_leaf', 'alpha_mid', 'main', '_start'}
+
+
+def own_frames_named(script):
+    """Of the samples of the sl-* copies with frames in their own binary: how many, and
+    how many with all of those named."""
+    have = named = 0
+    for block in script.split('\n\n'):
+        lines = block.strip('\n').splitlines()
+        if not lines or not lines[0].startswith('sl-'):
+            continue
+        own = [line.split()[1].split('+')[0] for line in lines[1:]
+               if len(line.split()) >= 3 and '/sl-' in line.split(None, 2)[2]]
+        if own:
+            have += 1
+            named += all(f in OWN_NAMES for f in own)
+    return have, named
+
+
+def short_lived_round(ctx, name, opts, fails, want_named):
+    exe = ctx.compile('alpha', ctx.path('alpha'))
+    with open(exe, 'rb') as f:
+        image = bytearray(f.read())
+    bid = bytes.fromhex(build_id(exe))
+    at = image.find(bid)
+    expect(at > 0, fails, f'{exe}: its build ID is not in its bytes')
+    out, cache = ctx.path(f'{name}.data'), ctx.path(f'{name}-cache')
+    runs = 0
+    rec = subprocess.Popen([ctx.sfprof, 'record', '-a', '-F', '999', '--duration', '5', *opts,
+                            '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, errors='replace', env=ctx.env(cache))
+    try:
+        # from before the sampling starts until it ends, one after another
+        deadline = time.monotonic() + 30
+        while rec.poll() is None and time.monotonic() < deadline:
+            copy = ctx.path(f'sl-{runs:04d}')
+            image[at:at + len(bid)] = os.urandom(len(bid))
+            with open(copy, 'wb') as f:
+                f.write(image)
+            os.chmod(copy, 0o755)
+            subprocess.run([copy, '0.15'], timeout=10)
+            os.unlink(copy)
+            runs += 1
+        _, err = rec.communicate(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    log(err.rstrip('\n'))
+    expect(rec.returncode == 0, fails, f'{name}: record exited with {rec.returncode}')
+    script = subprocess.run([ctx.sfprof, 'script', '-i', out], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors='replace',
+                            env=ctx.env(cache), timeout=120)
+    expect(script.returncode == 0, fails, f'{name}: script exited with {script.returncode}')
+    have, named = own_frames_named(script.stdout)
+    log(f'{name}: {runs} unique binaries run; {have} samples with frames in their own '
+        f'binary, {named} with all of those named')
+    expect(have >= 30, fails, f'{name}: only {have} samples in the short-lived binaries')
+    if want_named:
+        expect(named >= 0.98 * have, fails, f'{name}: {named} of {have} samples of deleted '
+               'short-lived binaries named, want 98%')
+    else:
+        expect(named <= 0.05 * have, fails, f'{name}: {named} of {have} samples named with '
+               'no copy kept: the test proves nothing')
+
+
+def case_short_lived(ctx):
+    fails = []
+    short_lived_round(ctx, 'kept', [], fails, True)
+    short_lived_round(ctx, 'not-kept', ['--no-buildid-cache'], fails, False)
+    raise_fails(fails)
+
+
 def expect_error(ctx, p, cmd, fails, what):
     ok = p.returncode != 0 and p.stderr.startswith(f'sfprof {cmd}: ')
     expect(ok, fails, f'{what}: exit {p.returncode}, stderr {p.stderr.strip()[:200]!r}')
@@ -485,7 +565,7 @@ def case_errors(ctx):
 
 
 CASES = {'replaced': case_replaced, 'archive': case_archive, 'list': case_list,
-         'bound': case_bound, 'errors': case_errors}
+         'bound': case_bound, 'errors': case_errors, 'short-lived': case_short_lived}
 
 
 def main():
