@@ -14,10 +14,10 @@ agent_leaf <- agent_mid <- main.
               is its own service (exe label) with symbolized, complete chains;
               tenant and bearer token arrive as headers; --keep-count 3 leaves
               the newest three windows and no .tmp.
-  down        the receiver down for the first 6 s, then up, the agent stopped
-              by SIGTERM at 11 s: every window arrives, the last one (flushed at
+  down        the receiver down for the first 30 s, then up, the agent stopped
+              by SIGTERM at 35 s: every window arrives, the last one (flushed at
               SIGTERM) too, tiling time, and the agent says tries failed.
-  spool       the receiver never up, --spool-size 24K: payloads are dropped
+  spool       the receiver never up, --spool-size 16K: payloads are dropped
               oldest first and counted, the spool stays within its bound and
               keeps the newest; a second run pushes what the first left.
   containers  two agent_work processes in two cgroups made here under the
@@ -25,6 +25,12 @@ agent_leaf <- agent_mid <- main.
               in its own PID and mount namespaces (unshare -p -m --fork): two
               services named from their container IDs, container_id labels
               right, complete symbolized chains in each.
+  raw         --no-symbolize --group-by comm: agent_raw's service is named by
+              its comm; its user frames carry no function, only addresses in a
+              mapping of agent_raw with readelf's build ID, and those addresses,
+              made file addresses through the mapping, are agent_leaf,
+              agent_mid and main to addr2line (what a server that symbolizes
+              by build ID does).
   flight      `record --flight-recorder 2`: SIGUSR2 writes the last 2 s of
               samples and nothing older (a program that changes its leaf
               function every second says which second a sample is from).
@@ -173,30 +179,8 @@ def agent(ctx, args, timeout=60):
 
 
 def pprof_raw(path):
-    """go tool pprof -raw: (samples [(count, [location names leaf first])], mapping lines)."""
-    p = subprocess.run(['go', 'tool', 'pprof', '-raw', path], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=60)
-    if p.returncode or 'malformed' in p.stderr:
-        raise Failure(f'go tool pprof -raw {path}: {p.stderr.strip()[:300]}')
-    samples, locs, maps, part = [], {}, [], None
-    for line in p.stdout.splitlines():
-        if line.startswith(('Samples:', 'Locations', 'Mappings')):
-            part = line.split()[0].rstrip(':')
-            continue
-        if part == 'Samples':
-            m = re.match(r'\s+(\d+)\s+\d+: ([\d ]+)$', line)
-            if m:
-                samples.append((int(m[1]), [int(x) for x in m[2].split()]))
-        elif part == 'Locations':
-            m = re.match(r'\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) \S*:\d+ s=\d+', line)
-            if m:
-                locs[int(m[1])] = m[2].strip()
-            m2 = re.match(r'\s+(\d+): 0x[0-9a-f]+ M=\d+\s*$', line)
-            if m2:
-                locs[int(m2[1])] = ''
-        elif part == 'Mappings':
-            maps.append(line)
-    return [(c, [locs.get(i, '?') for i in ids]) for c, ids in samples], maps
+    """go tool pprof -raw: samples [(count, [location names leaf first])]."""
+    return [(c, [name for _, _, name in frames]) for c, frames in pprof_addresses(path)[0]]
 
 
 def spans_of(pushes):
@@ -217,7 +201,7 @@ def check_tiling(spans, n):
 def count(pushes):
     total = 0
     for _, path in pushes:
-        total += sum(c for c, _ in pprof_raw(path)[0])
+        total += sum(c for c, _ in pprof_raw(path))
     return total
 
 
@@ -231,7 +215,7 @@ def has_chain(pushes, chain=CHAIN):
     """Samples whose frames start with @chain (leaf first), and all samples, of @pushes."""
     hits = total = 0
     for _, path in pushes:
-        for c, frames in pprof_raw(path)[0]:
+        for c, frames in pprof_raw(path):
             total += c
             if frames[:len(chain)] == chain:
                 hits += c
@@ -243,7 +227,7 @@ def check_chain(pushes, what, chain=CHAIN):
     if hits < 5:
         seen = {}
         for _, path in pushes:
-            for c, frames in pprof_raw(path)[0]:
+            for c, frames in pprof_raw(path):
                 key = ' <- '.join(frames[:6])
                 seen[key] = seen.get(key, 0) + c
         common = sorted(seen.items(), key=lambda kv: -kv[1])[:3]
@@ -335,12 +319,12 @@ def case_windows(ctx):
 def case_down(ctx):
     work = ctx.build_work()
     rcv = Receiver(free_port(), ctx.path('received'))
-    ctx.spawn([work, '12'])
+    ctx.spawn([work, '36'])
     a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
                    ctx.path('spool'), '--window', '1', '--max-backoff', '2',
                    '--flush-timeout', '15'], stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(6)
+        time.sleep(30)
         rcv.start()
         time.sleep(5)
         # SIGTERM: the window being recorded is flushed and pushed too
@@ -367,6 +351,102 @@ def case_down(ctx):
     check_total(pushes, total)
 
 
+def pprof_addresses(path):
+    """go tool pprof -raw: (samples [(count, [(address, mapping id, name) leaf first])],
+    mappings {id: (start, limit, offset, file, build id)})."""
+    p = subprocess.run(['go', 'tool', 'pprof', '-raw', path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    if p.returncode or 'malformed' in p.stderr:
+        raise Failure(f'go tool pprof -raw {path}: {p.stderr.strip()[:300]}')
+    samples, locs, maps, part = [], {}, {}, None
+    for line in p.stdout.splitlines():
+        if line.startswith(('Samples:', 'Locations', 'Mappings')):
+            part = line.split()[0].rstrip(':')
+            continue
+        if part == 'Samples':
+            m = re.match(r'\s+(\d+)\s+\d+: ([\d ]+)$', line)
+            if m:
+                samples.append((int(m[1]), [int(x) for x in m[2].split()]))
+        elif part == 'Locations':
+            m = re.match(r'\s+(\d+): (0x[0-9a-f]+) M=(\d+)\s*(.*)$', line)
+            if m:
+                named = re.match(r'(.*) \S*:\d+ s=\d+', m[4])
+                locs[int(m[1])] = (int(m[2], 16), int(m[3]), named[1].strip() if named else '')
+        elif part == 'Mappings':
+            m = re.match(r'\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+) ?(\S*)', line)
+            if m:
+                maps[int(m[1])] = (int(m[2], 16), int(m[3], 16), int(m[4], 16), m[5], m[6])
+    return [(c, [locs.get(i, (0, 0, '?')) for i in ids]) for c, ids in samples], maps
+
+
+def raw_chains(pushes, exe):
+    """Leaf-first chains of file addresses in @exe, and the names any of their frames carry."""
+    chains, names = [], set()
+    for _, path in pushes:
+        samples, maps = pprof_addresses(path)
+        for c, frames in samples:
+            own = []
+            for addr, mid, name in frames:
+                start, _, offset, file, bid = maps.get(mid, (0, 0, 0, '', ''))
+                if file == exe:
+                    own.append((addr - start + offset, bid))
+                    if name:
+                        names.add(name)
+            if own:
+                chains.append((c, own))
+    return chains, names
+
+
+def addr2line(exe, addrs):
+    p = run(['addr2line', '-f', '-e', exe, *[hex(a) for a in addrs]])
+    return p.stdout.splitlines()[0::2]
+
+
+def check_raw(chains, names, exe, want_id):
+    if names:
+        raise Failure(f'--no-symbolize: frames of {exe} carry names {sorted(names)[:5]}')
+    ids = {bid for _, own in chains for _, bid in own}
+    if ids != {want_id}:
+        raise Failure(f'{exe}\'s mapping carries build IDs {ids}, readelf says {want_id}')
+    good = total = 0
+    for c, own in chains:
+        # a return address is one past its call: the call's own byte names the caller
+        addrs = [own[0][0]] + [a - 1 for a, _ in own[1:3]]
+        total += c
+        if addr2line(exe, addrs) == CHAIN[:len(addrs)]:
+            good += c
+    log(f'--no-symbolize: {good} of {total} samples in {exe} are {" <- ".join(CHAIN)} '
+        'to addr2line')
+    if total < 5 or good < 0.9 * total:
+        raise Failure(f'--no-symbolize: {good} of {total} samples name the chain by address')
+
+
+def case_raw(ctx):
+    work = ctx.build_work('agent_raw')
+    want_id = re.search(r'Build ID: ([0-9a-f]+)', run(['readelf', '-n', work]).stdout)[1]
+    rcv = Receiver(free_port(), ctx.path('received'))
+    rcv.start()
+    try:
+        ctx.spawn([work, '6'])
+        s = agent(ctx, ['--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
+                        ctx.path('spool'), '--window', '2', '-d', '5', '-F', '99',
+                        '--max-memory', '128M', '--no-symbolize', '--group-by', 'comm'])
+    finally:
+        rcv.stop()
+    pushes = rcv.pushes()
+    if s['pushed'] != s['payloads'] or s['pushed'] != len(pushes):
+        raise Failure(f'{s["payloads"]} payloads, {s["pushed"]} pushed, {len(pushes)} received')
+    mine = [p for p in pushes if service(p[0]).startswith('agent_raw{')]
+    if not mine:
+        raise Failure(f'no service agent_raw (its comm): {sorted({service(m) for m, _ in pushes})[:8]}')
+    chains, names = raw_chains(mine, work)
+    check_raw(chains, names, work, want_id)
+    must_fail('another build ID', check_raw, chains, names, work, '00' * 20)
+    must_fail('names left in', check_raw, chains, names | {'agent_leaf'}, work, want_id)
+    shifted = [(c, [(a + 0x40, b) for a, b in own]) for c, own in chains]
+    must_fail('addresses off by 0x40', check_raw, shifted, names, work, want_id)
+
+
 def spool_files(spool):
     return sorted(n for n in os.listdir(spool) if n.endswith('.push'))
 
@@ -376,7 +456,7 @@ def case_spool(ctx):
     spool = ctx.path('spool')
     port = free_port()
     ctx.spawn([work, '8'])
-    bound = 24 * 1024
+    bound = 16 * 1024
     s = agent(ctx, ['--push', f'http://127.0.0.1:{port}', '--spool-dir', spool, '--window', '1',
                     '-d', '7', '-F', '199', '--spool-size', str(bound), '--flush-timeout', '0'])
     left = spool_files(spool)
@@ -514,7 +594,7 @@ def main():
     preconditions()
     ctx = Ctx(args)
     cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
-             'containers': case_containers, 'flight': case_flight}
+             'containers': case_containers, 'flight': case_flight, 'raw': case_raw}
     try:
         cases[args.case](ctx)
     except Failure as e:

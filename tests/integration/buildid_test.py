@@ -33,7 +33,7 @@ WORKDIR: nothing of the user's cache is read or written.
             own; with 10 MiB to spare, none is evicted.
   short-lived  `record -a` while copies of a program, each with a build ID of
             its own (unique binaries), run about 50 ms and are deleted as soon
-            as they exit, one after another: at least 98% of their samples with
+            as they exit, one after another (from 2 s after it starts sampling): at least 98% of their samples with
             frames in their own binary have all of those named (alpha_leaf <-
             alpha_mid <- main): each file was held open from its exec (the exec
             wakes the reader) and kept in the cache. Recorded with
@@ -448,6 +448,15 @@ def own_frames_named(script):
     return have, named
 
 
+def unwinding(pid):
+    """Whether process @pid runs its unwinding threads (sfprof-unw0)."""
+    try:
+        return any(open(f'/proc/{pid}/task/{t}/comm').read().strip() == 'sfprof-unw0'
+                   for t in os.listdir(f'/proc/{pid}/task'))
+    except OSError:
+        return False
+
+
 def short_lived_round(ctx, name, opts, fails, want_named):
     exe = ctx.compile('alpha', ctx.path('alpha'))
     with open(exe, 'rb') as f:
@@ -457,12 +466,16 @@ def short_lived_round(ctx, name, opts, fails, want_named):
     expect(at > 0, fails, f'{exe}: its build ID is not in its bytes')
     out, cache = ctx.path(f'{name}.data'), ctx.path(f'{name}-cache')
     runs = 0
-    rec = subprocess.Popen([ctx.sfprof, 'record', '-a', '-F', '999', '--duration', '5', *opts,
+    rec = subprocess.Popen([ctx.sfprof, 'record', '-a', '-F', '999', '--duration', '7', *opts,
                             '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            text=True, errors='replace', env=ctx.env(cache))
     try:
-        # from before the sampling starts until it ends, one after another
+        # once it samples (its unwinding threads start just before) and has had 2 s to
+        # handle what happened since it loaded (see README, Missing), until it ends
         deadline = time.monotonic() + 30
+        while rec.poll() is None and time.monotonic() < deadline and not unwinding(rec.pid):
+            time.sleep(0.05)
+        time.sleep(2)
         while rec.poll() is None and time.monotonic() < deadline:
             copy = ctx.path(f'sl-{runs:04d}')
             image[at:at + len(bid)] = os.urandom(len(bid))

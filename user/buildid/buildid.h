@@ -34,6 +34,9 @@ int buildid_cache_dir(char *out, size_t cap);
  */
 size_t buildid_hex(char *out, size_t cap, const uint8_t *id, size_t len);
 
+/** buildid_read() - the GNU build ID of the ELF file open at @fd into @out (BUILDID_MAX bytes). @return its length, or 0. */
+size_t buildid_read(int fd, uint8_t *out);
+
 /**
  * buildid_path() - DIR/.build-id/XX/REST followed by @suffix (NULL: none).
  * @return 0, or -EINVAL for an empty or too long build ID, -ENAMETOOLONG.

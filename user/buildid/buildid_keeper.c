@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -221,18 +220,32 @@ static int open_module(uint32_t pid, uint64_t start, uint64_t end, const char *m
 	return fd;
 }
 
-/* Close the holds past their time, or the oldest when @room is set and none is free. Under lock. */
-static void expire_holds(struct buildid_keeper *k, uint64_t now, bool room)
+/*
+ * Take out the holds past their time, or the oldest when @room is set and
+ * none is free, into @fds (room for HOLD_MAX). Under lock; the caller
+ * closes them after letting go of it: closing the last reference to a
+ * deleted file frees it there and then. @return their number.
+ */
+static size_t expire_holds(struct buildid_keeper *k, uint64_t now, bool room, int *fds)
 {
+	size_t n = 0;
+
 	while (k->nholds) {
 		struct hold *h = &k->holds[k->hold_first];
 
 		if (now - h->at < HOLD_NS && !(room && k->nholds == HOLD_MAX))
 			break;
-		close(h->fd);
+		fds[n++] = h->fd;
 		k->hold_first = (k->hold_first + 1) % HOLD_MAX;
 		k->nholds--;
 	}
+	return n;
+}
+
+static void close_all(const int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
 }
 
 /* The fd held for build ID @id, taken out of the holds (the slot closed over). -1: none. Under lock. */
@@ -259,7 +272,7 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 {
 	struct hold *h;
 	bool known;
-	int fd;
+	int fd, oldest = -1;
 
 	if (!k || len < 2 || len > BUILDID_MAX)
 		return;
@@ -287,7 +300,12 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 		close(fd);
 		return;
 	}
-	expire_holds(k, now_ns(), true);
+	/* the keeper's thread lets go of those past their time; the oldest makes room */
+	if (k->nholds == HOLD_MAX) {
+		oldest = k->holds[k->hold_first].fd;
+		k->hold_first = (k->hold_first + 1) % HOLD_MAX;
+		k->nholds--;
+	}
 	h = &k->holds[(k->hold_first + k->nholds) % HOLD_MAX];
 	h->fd = fd;
 	h->len = len;
@@ -295,6 +313,8 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 	h->at = now_ns();
 	k->nholds++;
 	pthread_mutex_unlock(&k->lock);
+	if (oldest >= 0)
+		close(oldest);
 }
 
 /*
@@ -336,7 +356,6 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 	held = fd >= 0;
 	if (held)
 		k->st.held++;
-	expire_holds(k, now_ns(), false);
 	pthread_mutex_unlock(&k->lock);
 
 	if (fd < 0)
@@ -366,40 +385,6 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 }
 
 /* --- the keeper's thread --- */
-
-/* The GNU build ID of the ELF file open at @fd. @return its length, or 0. */
-static size_t read_build_id(int fd, uint8_t *out)
-{
-	size_t found = 0, phnum;
-	Elf *elf;
-
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum))
-		goto out;
-	for (size_t i = 0; i < phnum && !found; i++) {
-		GElf_Phdr ph;
-		Elf_Data *d;
-		size_t off = 0, name_off, desc_off;
-		GElf_Nhdr nh;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
-			continue;
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		while (d && !found && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) &&
-			    nh.n_descsz >= 2 && nh.n_descsz <= BUILDID_MAX) {
-				memcpy(out, (const uint8_t *)d->d_buf + desc_off, nh.n_descsz);
-				found = nh.n_descsz;
-			}
-		}
-	}
-out:
-	elf_end(elf);
-	return found;
-}
 
 static uint64_t realtime_ns(void)
 {
@@ -760,7 +745,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		return;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
-	    read_build_id(job->fd, id) != job->len || memcmp(id, job->id, job->len)) {
+	    buildid_read(job->fd, id) != job->len || memcmp(id, job->id, job->len)) {
 		k->st.mismatched++;
 		return;
 	}
@@ -806,11 +791,28 @@ static void *keeper_main(void *arg)
 	pthread_mutex_lock(&k->lock);
 	for (;;) {
 		struct job *job = k->head;
+		int fds[HOLD_MAX];
+		size_t n = expire_holds(k, now_ns(), false, fds);
 
+		if (n) {
+			pthread_mutex_unlock(&k->lock);
+			close_all(fds, n);
+			pthread_mutex_lock(&k->lock);
+			continue;
+		}
 		if (!job) {
+			struct timespec until;
+
 			if (k->stop)
 				break;
-			pthread_cond_wait(&k->wake, &k->lock);
+			if (!k->nholds) {
+				pthread_cond_wait(&k->wake, &k->lock);
+				continue;
+			}
+			/* a job wakes it, or the next second: the holds past their time go then */
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec++;
+			pthread_cond_timedwait(&k->wake, &k->lock, &until);
 			continue;
 		}
 		k->head = job->next;
@@ -836,7 +838,10 @@ int buildid_keeper__finish(struct buildid_keeper *k, struct buildid_keeper_stats
 		pthread_mutex_unlock(&k->lock);
 		pthread_join(k->thread, NULL);
 		k->finished = true;
-		expire_holds(k, UINT64_MAX / 2, false);	/* every one: all are past their time */
+		int fds[HOLD_MAX];
+
+		/* every one: all are past their time */
+		close_all(fds, expire_holds(k, UINT64_MAX / 2, false, fds));
 		if (!k->scanned)
 			scan(k);
 		/* entries other recordings added meanwhile count too */

@@ -70,8 +70,9 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
  * exited, and its binary been deleted, by the time its first sample is
  * written and the file offered. An offer of the build ID takes the file
  * held. Build IDs offered or held already cost a lookup. Thread-safe; opens
- * one file, on the caller's thread (a thread that may wait, not the one
- * draining the ring).
+ * one file on the caller's thread, and closes none but the oldest held when
+ * 256 are (the keeper's thread closes those past their time): quick enough
+ * for the thread draining the ring, which calls it at each exec's mappings.
  */
 void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,
 			  uint64_t start, uint64_t end);

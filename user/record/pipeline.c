@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The record path behind the ring: samples queued, bounded in bytes, to unwinding threads that own their processes. */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "buildid/buildid.h"
 #include "pipeline.h"
 
 enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };
@@ -690,13 +692,57 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 	publish(sh, it, true);
 }
 
+/*
+ * An executable mapping the kernel gave no build ID (it reads the note only
+ * from a page in memory and not under writeback, and a program is often run
+ * as soon as it is written): the ID read from the file as the process maps
+ * it, while it lives, into a copy of the record in @buf, as the kernel
+ * writes it. 4 of 64 deleted 50 ms programs went unnamed without it, beside
+ * other tests under ASan: nothing held their files. @return the record to use.
+ */
+static const struct perf_event_header *with_build_id(const struct perf_event_header *e,
+						     uint8_t *buf, size_t cap)
+{
+	const struct perf_rec_mmap2 *m = (const struct perf_rec_mmap2 *)e;
+	struct perf_rec_mmap2 *c = (struct perf_rec_mmap2 *)buf;
+	uint8_t id[BUILDID_MAX];
+	char path[96];
+	size_t len;
+	int fd;
+
+	if ((e->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || e->size > cap ||
+	    e->size <= offsetof(struct perf_rec_mmap2, filename) || m->filename[0] != '/')
+		return e;
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", m->pid,
+		 (unsigned long long)m->addr, (unsigned long long)(m->addr + m->len));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return e;
+	len = buildid_read(fd, id);
+	close(fd);
+	if (len < 2 || len > sizeof(c->build_id))
+		return e;
+	memcpy(buf, e, e->size);
+	c->header.misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	c->build_id_size = len;
+	c->reserved_1 = 0;
+	c->reserved_2 = 0;
+	memset(c->build_id, 0, sizeof(c->build_id));
+	memcpy(c->build_id, id, len);
+	return &c->header;
+}
+
 void pipeline__task_event(struct pipeline *pl, const struct perf_event_header *e, uint64_t time)
 {
+	_Alignas(8) uint8_t buf[8192];
+
 	if (pl->prepare && e->type == PERF_RECORD_MMAP2 &&
 	    e->size >= offsetof(struct perf_rec_mmap2, filename) &&
 	    (((const struct perf_rec_mmap2 *)e)->prot & PROT_EXEC) &&
-	    (!pl->wanted || pl->wanted(pl->wanted_ctx, ((const struct perf_rec_mmap2 *)e)->pid)))
+	    (!pl->wanted || pl->wanted(pl->wanted_ctx, ((const struct perf_rec_mmap2 *)e)->pid))) {
+		e = with_build_id(e, buf, sizeof(buf));
 		prepare__mmap(pl->prepare, (const struct perf_rec_mmap2 *)e, e->size);
+	}
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 		struct item *it = reserve(sh, e->size, 0);

@@ -94,8 +94,9 @@ void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ct
 
 /**
  * pipeline__set_map_hook() - prepare__set_hook(): @fn told of each new
- * executable mapping with a build ID, on the preparing thread (before
- * pipeline__start(); nothing is told without preparation).
+ * executable mapping with a build ID, on the thread that calls
+ * pipeline__task_event(), as it does (before pipeline__start(); nothing is
+ * told without preparation).
  */
 void pipeline__set_map_hook(struct pipeline *pl, prepare_map_fn fn, void *ctx);
 

@@ -108,11 +108,7 @@ static struct sfu_module *open_request(struct prepare *p, const struct request *
 
 static void prepare_one(struct prepare *p, const struct request *r)
 {
-	struct sfu_module *m;
-
-	if (p->hook && r->build_id.len)
-		p->hook(p->hook_ctx, r->pid, r->start, r->end, &r->build_id, r->path);
-	m = open_request(p, r);
+	struct sfu_module *m = open_request(p, r);
 
 	if (!m) {
 		count(&p->failed);
@@ -207,6 +203,17 @@ void prepare__mmap(struct prepare *p, const struct perf_rec_mmap2 *e, uint16_t s
 	     now - p->recent[key % RECENT_SLOTS].at < PREPARE_HOLD_NS / 2)) {
 		count(&p->skipped);
 		return;
+	}
+	if (p->hook && has_id) {
+		struct sfu_build_id id = { .len = e->build_id_size };
+
+		/*
+		 * Told now, not when the thread takes it: behind a large
+		 * table being made (hundreds of ms beside builds, under
+		 * ASan), a 50 ms program and its deleted file were gone
+		 */
+		memcpy(id.bytes, e->build_id, e->build_id_size);
+		p->hook(p->hook_ctx, e->pid, e->addr, e->addr + e->len, &id, e->filename);
 	}
 	pthread_mutex_lock(&p->lock);
 	if (p->head - p->tail >= PREPARE_QUEUE) {

@@ -22,7 +22,7 @@ struct prepare_stats {
 
 struct prepare;
 
-/* What is told of each mapping the thread takes, before it opens the file: its process, range, build ID, path. */
+/* What is told of each new mapping with a build ID, from prepare__mmap(): its process, range, build ID, path. */
 typedef void (*prepare_map_fn)(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
 			       const struct sfu_build_id *id, const char *path);
 
@@ -36,7 +36,11 @@ typedef void (*prepare_map_fn)(void *ctx, uint32_t pid, uint64_t start, uint64_t
  */
 struct prepare *prepare__new(struct sfu_cache *cache);
 
-/** prepare__set_hook() - call @fn on the thread for each mapping with a build ID (before prepare__start()). */
+/**
+ * prepare__set_hook() - call @fn for each new mapping with a build ID, from
+ * prepare__mmap() (on its caller's thread, at once: not when the thread
+ * takes it), before prepare__start(). @fn must be quick.
+ */
 void prepare__set_hook(struct prepare *p, prepare_map_fn fn, void *ctx);
 
 /** prepare__start() - start the thread. @return 0 or -errno. */
