@@ -221,19 +221,19 @@ static int open_module(uint32_t pid, uint64_t start, uint64_t end, const char *m
 }
 
 /*
- * Take out the holds past their time, or the oldest when @room is set and
- * none is free, into @fds (room for HOLD_MAX). Under lock; the caller
+ * Take out the holds past their time into @fds (room for HOLD_MAX). Under
+ * lock; the caller
  * closes them after letting go of it: closing the last reference to a
  * deleted file frees it there and then. @return their number.
  */
-static size_t expire_holds(struct buildid_keeper *k, uint64_t now, bool room, int *fds)
+static size_t expire_holds(struct buildid_keeper *k, uint64_t now, int *fds)
 {
 	size_t n = 0;
 
 	while (k->nholds) {
 		struct hold *h = &k->holds[k->hold_first];
 
-		if (now - h->at < HOLD_NS && !(room && k->nholds == HOLD_MAX))
+		if (now - h->at < HOLD_NS)
 			break;
 		fds[n++] = h->fd;
 		k->hold_first = (k->hold_first + 1) % HOLD_MAX;
@@ -792,7 +792,7 @@ static void *keeper_main(void *arg)
 	for (;;) {
 		struct job *job = k->head;
 		int fds[HOLD_MAX];
-		size_t n = expire_holds(k, now_ns(), false, fds);
+		size_t n = expire_holds(k, now_ns(), fds);
 
 		if (n) {
 			pthread_mutex_unlock(&k->lock);
@@ -841,7 +841,7 @@ int buildid_keeper__finish(struct buildid_keeper *k, struct buildid_keeper_stats
 		int fds[HOLD_MAX];
 
 		/* every one: all are past their time */
-		close_all(fds, expire_holds(k, UINT64_MAX / 2, false, fds));
+		close_all(fds, expire_holds(k, UINT64_MAX / 2, fds));
 		if (!k->scanned)
 			scan(k);
 		/* entries other recordings added meanwhile count too */
