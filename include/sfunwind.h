@@ -6,6 +6,7 @@
 #include "sfunwind/diag.h"
 #include "sfunwind/sframe.h"
 #include "sfunwind/ehframe.h"
+#include "sfunwind/code.h"
 #include "sfunwind/module.h"
 #include "sfunwind/addrspace.h"
 #include "sfunwind/unwind.h"

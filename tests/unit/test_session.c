@@ -508,6 +508,96 @@ static void test_layout_frames(void **state)
 	free(path);
 }
 
+/* ---- JIT code: frames in anonymous memory named by the time their code was made ---- */
+
+static void gen_jit(struct gen *g, uint64_t time, uint64_t start, uint64_t end, uint32_t flags,
+		    const char *name, const char *source, const uint8_t *lines, size_t lines_len)
+{
+	struct profile_jit j = { time, 100, start, end, flags, name, source, lines, lines_len };
+
+	assert_int_equal(profile_writer__jit(g->w, &j), 0);
+}
+
+/* The name of frame @k of sample @i's stack (its user frames), "" when unnamed. */
+static const char *frame_sym(const struct session *s, size_t i, uint32_t k,
+			     const struct session_frame **out)
+{
+	const struct session_sample *sm = session__sample(s, i);
+	const struct session_stack *st = session__stack(s, sm->stack);
+	const struct session_frame *f;
+
+	assert_true(k < st->count);
+	f = session__frame(s, st->frames[k]);
+	if (out)
+		*out = f;
+	return f->sym ? f->sym : "";
+}
+
+static void test_jit_names(void **state)
+{
+	char *path = path_join_or_fail(*state, "jit.data");
+	/* offset 0: a.js:10, offset 8: line 11 of the same file */
+	static const uint8_t lines[] = { 0, 10, 4, 'a', '.', 'j', 's', 8, 11, 0 };
+	const struct session_frame *f;
+	struct session *s;
+	struct gen g;
+
+	gen_open(&g, path);
+	gen_map(&g, 100, &(struct model_map){ 0x10000, 0x20000, 0, 5, 0 });
+	g.time = 0;
+	gen_sample(&g, 100, 0x10010, 0x10110);	/* 1000: before any code load */
+	gen_jit(&g, 1500, 0x10000, 0x10100, 0, "js_a", "/tmp/jit-100.dump", lines, sizeof(lines));
+	gen_sample(&g, 100, 0x10010, 0x10110);	/* 2000: js_a */
+	gen_jit(&g, 2500, 0x10000, 0x10100, PROFILE_JIT_F_UNLOAD, "", "/tmp/jit-100.dump", NULL, 0);
+	gen_sample(&g, 100, 0x10010, 0x10110);	/* 3000: freed, nothing there */
+	gen_jit(&g, 3500, 0x10000, 0x10080, 0, "js_b", "/tmp/jit-100.dump", NULL, 0);
+	gen_sample(&g, 100, 0x10010, 0x10110);	/* 4000: js_b */
+	gen_sample(&g, 100, 0x10090, 0x10110);	/* 5000: past js_b, where js_a was */
+	/* a perf map read at exit, after the samples: its lines hold at any time */
+	gen_jit(&g, 9000, 0x10100, 0x10200, PROFILE_JIT_F_MAP, "map_fn", "/tmp/perf-100.map",
+		NULL, 0);
+	/* a map's line under timed code: the timed code names it */
+	gen_jit(&g, 9000, 0x10000, 0x10010, PROFILE_JIT_F_MAP, "map_under", "/tmp/perf-100.map",
+		NULL, 0);
+	gen_close(&g);
+
+	s = open_session(path);
+	assert_int_equal(session__nsamples(s), 5);
+	assert_string_equal(frame_sym(s, 0, 0, &f), "");
+	assert_string_equal(f->dso, "[anon]");
+	assert_string_equal(frame_sym(s, 0, 1, &f), "map_fn");
+	assert_string_equal(f->dso, "perf-100.map");
+	assert_int_equal(f->offset, 0x10);	/* the address itself; named by its call, 0x1010f */
+	assert_string_equal(frame_sym(s, 1, 0, &f), "js_a");
+	assert_string_equal(f->dso, "jit-100.dump");
+	assert_int_equal(f->offset, 0x10);
+	assert_non_null(f->file);
+	assert_string_equal(f->file, "a.js");
+	assert_int_equal(f->line, 11);
+	assert_string_equal(frame_sym(s, 2, 0, NULL), "");
+	assert_string_equal(frame_sym(s, 3, 0, NULL), "js_b");
+	assert_string_equal(frame_sym(s, 4, 0, NULL), "");
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(frame_sym(s, i, 1, NULL), "map_fn");
+	session__free(s);
+
+	/* hostile ranges: thousands nested over one address, one huge; lookups end */
+	gen_open(&g, path);
+	gen_map(&g, 100, &(struct model_map){ 0x10000, 0x20000, 0, 5, 0 });
+	for (uint64_t i = 0; i < 20000; i++)
+		gen_jit(&g, 100, 0x10000 + i, 0x20000 - i, PROFILE_JIT_F_MAP, "nested",
+			"/tmp/perf-100.map", NULL, 0);
+	gen_jit(&g, 100, 0, UINT64_MAX, PROFILE_JIT_F_MAP, "huge", "/tmp/perf-100.map", NULL, 0);
+	g.time = 0;
+	gen_sample(&g, 100, 0x17000, 0x18000);
+	gen_close(&g);
+	s = open_session(path);
+	/* the newest line covering it is further than the scan goes: named by what the scan saw */
+	assert_true(strcmp(frame_sym(s, 0, 0, NULL), ""));
+	session__free(s);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -526,6 +616,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_mappings, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_many_mappings, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_layout_frames, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_jit_names, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

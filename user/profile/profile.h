@@ -98,6 +98,33 @@ struct profile_sample {
 	uint32_t ustack_id, kstack_id;
 };
 
+/* A profile_jit's range holds code from a perf map: named at any time of its process image. */
+#define PROFILE_JIT_F_MAP	0x1
+/* A profile_jit's range holds no code from its time on (the code moved or was freed). */
+#define PROFILE_JIT_F_UNLOAD	0x2
+/* Most lines one profile_jit record carries. */
+#define PROFILE_JIT_MAX_LINES	65536
+
+/*
+ * Code a JIT runtime made in a process (a perf map's line, a jitdump's code
+ * load): its range and name, and its source lines (from jitdump DEBUG_INFO).
+ */
+struct profile_jit {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC: when the code was made (ignored with F_MAP) */
+	uint32_t pid;
+	uint64_t start, end;	/* end exclusive, after start */
+	uint32_t flags;		/* PROFILE_JIT_F_* */
+	const char *name;	/* "" with F_UNLOAD */
+	const char *source;	/* where the name came from: "/tmp/perf-PID.map", "jit-PID.dump" */
+	/*
+	 * Source lines, in the file's encoding: (varint offset from start,
+	 * varint line, str file) each, in address order; an empty file is
+	 * the previous entry's. NULL or length 0: none.
+	 */
+	const uint8_t *lines;
+	size_t lines_len;
+};
+
 struct profile_lost {
 	uint64_t time_ns;
 	uint32_t cpu;
@@ -156,6 +183,8 @@ int profile_writer__exit(struct profile_writer *w, const struct profile_exit *e)
 int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c);
 int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l);
 int profile_writer__mapping(struct profile_writer *w, const struct profile_mapping *m);
+/** profile_writer__jit() - record JIT code; -EINVAL for an empty or wrapping range or a bad time. */
+int profile_writer__jit(struct profile_writer *w, const struct profile_jit *j);
 
 /**
  * profile_writer__module() - record a module once; the same build ID and path
@@ -252,6 +281,7 @@ enum profile_rec {
 	PROFILE_REC_EXIT = 8,
 	PROFILE_REC_COMM = 9,
 	PROFILE_REC_EVENT = 10,
+	PROFILE_REC_JIT = 11,
 };
 
 struct profile_record {
@@ -267,6 +297,7 @@ struct profile_record {
 		struct profile_exit exit;
 		struct profile_comm comm;
 		struct profile_event event;
+		struct profile_jit jit;
 	};
 };
 

@@ -662,6 +662,20 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		if (!rec->event.id)
 			c->bad = true;
 		break;
+	case PROFILE_REC_JIT:
+		rec->jit.time_ns = cur_time(r, c);
+		rec->jit.pid = cur_u32(c);
+		rec->jit.start = cur_varint(c);
+		rec->jit.end = rec->jit.start + cur_varint(c);
+		/* code takes room, inside the address space */
+		if (rec->jit.end <= rec->jit.start)
+			c->bad = true;
+		rec->jit.flags = cur_u32(c);
+		rec->jit.name = cur_str(c, s1, sizeof(r->str[0]));
+		rec->jit.source = cur_str(c, s2, sizeof(r->str[1]));
+		if (c->p < c->end)
+			rec->jit.lines = cur_bytes(c, &rec->jit.lines_len);
+		break;
 	default:
 		return 0;	/* a newer record type: skipped */
 	}

@@ -460,6 +460,24 @@ int profile_writer__comm(struct profile_writer *w, const struct profile_comm *c)
 	return append(w, PROFILE_REC_COMM);
 }
 
+int profile_writer__jit(struct profile_writer *w, const struct profile_jit *j)
+{
+	if (bad_time(j->time_ns) || j->end <= j->start || j->lines_len > PROFILE_BLOCK_BYTES)
+		return -EINVAL;
+	if (begin(w, 80 + slen(j->name) + slen(j->source) + j->lines_len))
+		return w->err;
+	put_time(w, j->time_ns);
+	put_varint(&w->scratch, j->pid);
+	put_varint(&w->scratch, j->start);
+	put_varint(&w->scratch, j->end - j->start);
+	put_varint(&w->scratch, j->flags);
+	put_str(&w->scratch, j->name);
+	put_str(&w->scratch, j->source);
+	if (j->lines_len)
+		put_bytes(&w->scratch, j->lines, j->lines_len);
+	return append(w, PROFILE_REC_JIT);
+}
+
 int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l)
 {
 	if (bad_time(l->time_ns))

@@ -454,7 +454,9 @@ static void handle_batch(struct shard *sh, unsigned n)
 
 		if (!sl->pr || procs__error(sh->procs))
 			continue;
-		procs__sample_write(sh->procs, sl->pr, h, (const uint64_t *)(h + 1), &sl->u, &use);
+		procs__sample_write(sh->procs, sl->pr, h, (const uint64_t *)(h + 1),
+				    (const uint8_t *)((const uint64_t *)(h + 1) + h->kstack_depth),
+				    &sl->u, &use);
 		took = begin_ns[i] + sl->unwind_ns + (now_ns() - t0);
 		if (took > PIPELINE_SLOW_NS)
 			sh->slow++;
@@ -780,6 +782,8 @@ int pipeline__cut(struct pipeline *pl, struct profile_writer *w)
 		while (!drained(&pl->shards[i]))
 			usleep(100);
 	for (unsigned i = 0; i < pl->nshards; i++) {
+		/* the window cut names the JIT code its samples ran */
+		procs__jit_flush(pl->shards[i].procs, now_ns());
 		procs__set_writer(pl->shards[i].procs, w);
 		if (procs__forget_written(pl->shards[i].procs) && !err)
 			err = -ENOMEM;
@@ -826,6 +830,9 @@ static void join(struct pipeline *pl)
 int pipeline__finish(struct pipeline *pl)
 {
 	join(pl);
+	/* maps written at the end of the programs still running are read now */
+	for (unsigned i = 0; i < pl->nshards; i++)
+		procs__jit_flush(pl->shards[i].procs, now_ns());
 	return pipeline__error(pl);
 }
 

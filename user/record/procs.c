@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "copy_size.h"
+#include "jit.h"
 #include "util/hmap.h"
 #include "procs.h"
 #include "proctab.h"
@@ -46,6 +47,8 @@ struct procs {
 	void *module_ctx;
 	struct sfu_frame frames[MAX_UNWIND];
 	struct procs_unwound own;	/* procs__sample()'s */
+	struct jit_recorder *jit;	/* the JIT code of this table's processes */
+	struct procs_unwound redo;	/* a sample unwound again with rows for its JIT code */
 	struct stack_enc kstack;
 };
 
@@ -78,7 +81,9 @@ static void emit_mapping(void *ctx, uint32_t pid, const struct sfu_mapping *m)
 		.prot = m->prot,
 	};
 
-	if (m->module) {
+	if (jit_module_is(m->module)) {
+		/* rows this recording made for JIT code: the file knows its memory as anonymous */
+	} else if (m->module) {
 		const struct sfu_build_id *bid = sfu_module__build_id(m->module);
 		struct profile_module mod = {
 			.file_size = sfu_module__file_size(m->module),
@@ -124,7 +129,16 @@ static void emit_exit(void *ctx, uint64_t time, uint32_t pid)
 	struct procs *p = ctx;
 	struct profile_exit rec = { time, pid };
 
+	/* a map written at exit (Java's DumpPerfMapAtExit) is there now */
+	jit_recorder__exit(p->jit, pid, time);
 	WRITE(p, profile_writer__exit(p->w, &rec));
+}
+
+static int emit_jit(void *ctx, const struct profile_jit *j)
+{
+	struct procs *p = ctx;
+
+	return WRITE(p, profile_writer__jit(p->w, j));
 }
 
 /* A thread is written again (exec) or gone (exit): its copy size goes with it. */
@@ -143,6 +157,12 @@ static void warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 
 	if (p->warn)
 		p->warn(p->warn_ctx, pid, comm, why);
+}
+
+/* The JIT recorder's writes are the table's: the exit callback above may write them. */
+static int jit_write(void *ctx, const struct profile_jit *j)
+{
+	return emit_jit(ctx, j);
 }
 
 struct sfu_cache *procs__new_cache(void)
@@ -192,7 +212,8 @@ struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struc
 	p->threads = hmap__new(HMAP_U64);
 	p->learned = hmap__new(HMAP_BYTES);
 	p->tab = proctab__new(p->cache, &ops, p);
-	if (!p->opts.cache || !p->threads || !p->learned || !p->tab) {
+	p->jit = jit_recorder__new(arch, &(struct jit_ops){ jit_write, warn, p });
+	if (!p->opts.cache || !p->threads || !p->learned || !p->tab || !p->jit) {
 		procs__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -205,6 +226,8 @@ void procs__free(struct procs *p)
 	if (!p)
 		return;
 	proctab__free(p->tab);
+	jit_recorder__free(p->jit);
+	procs__unwound_release(&p->redo);
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
 	sfu_unwind_cache__free(p->opts.cache);
@@ -263,7 +286,23 @@ int procs__scan_all(struct procs *p)
 
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
+	const struct perf_rec_mmap2 *mm = (const struct perf_rec_mmap2 *)e;
+	size_t at = offsetof(struct perf_rec_mmap2, filename);
+
+	/* a jitdump is mapped so that profilers find it */
+	if (e->type == PERF_RECORD_MMAP2 && e->size > at && memchr(mm->filename, '\0', e->size - at))
+		jit_recorder__mmap(p->jit, mm->pid, mm->addr, mm->addr + mm->len, mm->filename);
 	proctab__task_event(p->tab, e, time);
+}
+
+void procs__jit_flush(struct procs *p, uint64_t time)
+{
+	jit_recorder__flush(p->jit, time);
+}
+
+const struct jit_stats *procs__jit_stats(const struct procs *p)
+{
+	return jit_recorder__stats(p->jit);
 }
 
 void procs__set_writer(struct procs *p, struct profile_writer *w)
@@ -281,6 +320,7 @@ int procs__forget_written(struct procs *p)
 	hmap__free_values(p->threads, free);
 	p->threads = threads;
 	proctab__forget_emitted(p->tab);
+	jit_recorder__forget_written(p->jit);
 	return 0;
 }
 
@@ -312,6 +352,31 @@ static int watched_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
+/*
+ * The code addresses of frames in memory no file backs whose caller no table
+ * gave (frame pointers did, or the walk ended there): JIT code that a
+ * runtime's files may give rows.
+ */
+static size_t jit_pcs(const struct sfu_addrspace *as, const struct sfu_frame *frames, size_t n,
+		      int stop, uint64_t *pcs)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < JIT_PCS_MAX; i++) {
+		uint64_t pc = frames[i].addr;
+		const struct sfu_mapping *m;
+
+		if (i + 1 < n ? frames[i + 1].source != SFU_SRC_FP : stop == SFU_STOP_OUTERMOST)
+			continue;
+		if (frames[i].kind == SFU_FRAME_RA && pc)
+			pc--;
+		m = sfu_addrspace__find(as, pc);
+		if (m && !m->module)
+			pcs[k++] = pc;
+	}
+	return k;
+}
+
 void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const struct sample_hdr *h,
 		   const uint8_t *ustack, struct procs_unwound *u)
 {
@@ -324,6 +389,7 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
 	u->len = 0;
 	u->complete = false;
 	u->err = 0;
+	u->njit = 0;
 	memset(&u->use, 0, sizeof(u->use));
 	if (!as || !(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
 		return;
@@ -339,6 +405,7 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
 	u->use.ran_out = stop != SFU_STOP_OUTERMOST && copy.past_end;
 	u->use.unwound = true;
 	u->complete = stop == SFU_STOP_OUTERMOST;
+	u->njit = jit_pcs(as, self->frames, n, stop, u->jit_pcs);
 	u->err = stack_enc__frames(&u->enc, self->frames, n, &self->cut,
 				   stop != SFU_STOP_OUTERMOST, &u->cbf, &u->len);
 	if (u->err)
@@ -418,9 +485,30 @@ const struct proctab_proc *procs__sample_process(struct procs *p, const struct s
 	return pr;
 }
 
+/*
+ * Rows for the sample's JIT code from what its runtime wrote, and the sample
+ * unwound again with them: @return the unwind to write.
+ */
+static const struct procs_unwound *jit_unwind(struct procs *p, const struct proctab_proc *pr,
+					      const struct sample_hdr *h, const uint8_t *ustack,
+					      const struct procs_unwound *u)
+{
+	/* each round gives rows to the first JIT code the last walk could not pass */
+	for (int round = 0; round < 8; round++) {
+		if (!jit_recorder__sample(p->jit, pr, h->time_ns, u->jit_pcs, u->njit))
+			break;
+		procs__unwind(p, pr->as, h, ustack, &p->redo);
+		jit_recorder__count_reunwound(p->jit);
+		u = &p->redo;
+		if (!u->njit)
+			break;
+	}
+	return u;
+}
+
 void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
-			 const uint64_t *kstack, const struct procs_unwound *u,
-			 struct procs_copy_use *use)
+			 const uint64_t *kstack, const uint8_t *ustack,
+			 const struct procs_unwound *u, struct procs_copy_use *use)
 {
 	struct profile_sample s = {
 		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu,
@@ -436,6 +524,8 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	struct thread *th;
 	bool fresh;
 
+	if (u->use.unwound && !u->err)
+		u = jit_unwind(p, pr, h, ustack, u);
 	*use = u->use;
 	if (p->copy_adaptive)
 		prog = program_size(p, pr);
@@ -481,5 +571,5 @@ void procs__sample(struct procs *p, const struct sample_hdr *h, const uint64_t *
 	if (!pr)
 		return;
 	procs__unwind(p, pr->as, h, ustack, &p->own);
-	procs__sample_write(p, pr, h, kstack, &p->own, use);
+	procs__sample_write(p, pr, h, kstack, ustack, &p->own, use);
 }

@@ -146,6 +146,8 @@ struct procs_unwound {
 	bool complete;			/* unwound to the outermost frame */
 	int err;			/* encoding failed (-ENOMEM, -ERANGE) */
 	struct procs_copy_use use;	/* new_size not set here */
+	uint64_t jit_pcs[8];		/* frames in JIT code no table passed (jit.h) */
+	size_t njit;
 };
 
 struct proctab_proc;
@@ -171,8 +173,20 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
  * (and, the first time, its thread). @use as procs__sample() gives it.
  */
 void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
-			 const uint64_t *kstack, const struct procs_unwound *u,
-			 struct procs_copy_use *use);
+			 const uint64_t *kstack, const uint8_t *ustack,
+			 const struct procs_unwound *u, struct procs_copy_use *use);
+
+/**
+ * procs__jit_flush() - the file is about to be closed or cut: the perf maps
+ * and jitdumps of the processes read to their end and their code written.
+ * Called while no sample or event is being handled.
+ */
+void procs__jit_flush(struct procs *p, uint64_t time);
+
+struct jit_stats;
+
+/** @return what the JIT recorder read and made. */
+const struct jit_stats *procs__jit_stats(const struct procs *p);
 
 /** procs__unwound_release() - free @u's buffers; it can be used again. */
 void procs__unwound_release(struct procs_unwound *u);

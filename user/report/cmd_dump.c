@@ -139,6 +139,19 @@ static void print_record(const struct profile_record *r)
 		print_quoted(r->comm.comm);
 		putchar('\n');
 		break;
+	case PROFILE_REC_JIT:
+		printf("jit ");
+		print_time(r->jit.time_ns);
+		printf(" pid %u 0x%" PRIx64 "-0x%" PRIx64 "%s%s name ", r->jit.pid, r->jit.start,
+		       r->jit.end, r->jit.flags & PROFILE_JIT_F_MAP ? " map" : "",
+		       r->jit.flags & PROFILE_JIT_F_UNLOAD ? " unload" : "");
+		print_quoted(r->jit.name);
+		fputs(" source ", stdout);
+		print_quoted(r->jit.source);
+		if (r->jit.lines_len)
+			printf(" lines %zu bytes", r->jit.lines_len);
+		putchar('\n');
+		break;
 	}
 }
 

@@ -96,7 +96,23 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 		if (image_layout__frame_addr(l, f, &addr, &map) && f->module && describable(l, map))
 			fprintf(out, "{{{bt:%u:%s:%s}}}\n", n, hex_p(buf, sizeof(buf), addr),
 				f->is_ra ? "ra" : "pc");
-		else {	/* no module with a build ID to name it by: as llvm-symbolizer prints a frame */
+		else if (!f->module && f->sym) {
+			/*
+			 * JIT code: markup names code by an ELF module's build ID and
+			 * cannot carry a runtime's names, so the frame is written
+			 * symbolized, as llvm-symbolizer prints one.
+			 */
+			fprintf(out, "    #%u    0x%016" PRIx64 " in ", n, f->addr);
+			text_put(out, f->sym, TEXT_MARKUP);
+			if (f->file) {
+				putc(' ', out);
+				text_put(out, f->file, TEXT_MARKUP);
+				fprintf(out, ":%u", f->line);
+			}
+			fputs(" (", out);
+			text_put(out, f->dso, TEXT_MARKUP);
+			fprintf(out, "+0x%" PRIx64 ")\n", f->offset);
+		} else {	/* no module with a build ID to name it by: as llvm-symbolizer prints a frame */
 			fprintf(out, "    #%u    0x%016" PRIx64 " ", n, addr);
 			text_put(out, session_frame_name(f, buf, sizeof(buf)), TEXT_MARKUP);
 			putc('\n', out);

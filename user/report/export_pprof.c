@@ -277,8 +277,11 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 		if (map != SIZE_MAX)
 			map_id = mapping_id(p, image, map);
 	}
-	/* a user frame placed in a mapping is named by the server (its build ID and address) */
-	named = !p->o->no_symbolize || f->kernel || !map_id;
+	/*
+	 * A user frame placed in a mapping is named by the server (its build ID
+	 * and address); JIT code has neither: it is named here.
+	 */
+	named = !p->o->no_symbolize || f->kernel || !map_id || (!f->module && f->sym);
 	/* before the location's fields: a new function is built in the same buffer */
 	fn = named ? function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file) : 0;
 	id = ++p->nlocations;

@@ -54,7 +54,27 @@ struct session {
 	struct hmap *stack_keys;	/* (image, ustack id << 32 | kstack id) -> stack + 1 */
 	struct hmap *frame_keys;	/* (b, a << 32 | is_ra << 8 | kind) -> frame + 1 */
 	struct profile_reader *reader;
+	/*
+	 * JIT code (perf maps, jitdumps) in the order of its records; after
+	 * reading, jit_sorted holds their indexes by (image, start), with
+	 * jit_maxend[i] the largest end of jit_sorted[0..i] within the image.
+	 */
+	struct jit_entry *jits;
+	size_t njits, jits_cap;
+	uint32_t *jit_sorted;
+	uint64_t *jit_maxend;
 	uint32_t scratch[MAX_FRAMES];
+};
+
+/* A range of JIT code of one image (a profile_jit record). */
+struct jit_entry {
+	uint64_t start, end, time_ns;
+	uint32_t image, flags;
+	const char *name;	/* kept */
+	const char *dso;	/* "perf-PID.map", "jit-PID.dump": what perf shows */
+	const char *source;	/* the path it was read from */
+	const uint8_t *lines;	/* profile_jit.lines, kept; NULL: none */
+	size_t lines_len;
 };
 
 static const char *keep(struct session *s, const char *str, size_t len)
@@ -238,7 +258,7 @@ static int add_frame(struct session *s, const struct session_frame *f, uint64_t 
 	return 0;
 }
 
-enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT };
+enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT, KEY_JIT };
 
 /*
  * The value of frame key (@kind, @is_ra, @a, @b): the frame's index + 1, in
@@ -480,6 +500,324 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 	return 0;
 }
 
+/* --- JIT code: frames in memory no file backs, named by what their runtime wrote --- */
+
+/* Most entries looked at for one address: nested ranges past it go unnamed, not slow. */
+#define JIT_SCAN_MAX 4096
+
+static int add_jit(struct session *s, const struct profile_jit *j)
+{
+	struct jit_entry *e;
+	const char *base;
+	uint32_t image;
+	char dso[64];
+
+	if (current_image(s, j->pid, false, &image) ||
+	    VEC_RESERVE(s->jits, s->jits_cap, s->njits + 1, 64))
+		return -ENOMEM;
+	e = &s->jits[s->njits];
+	*e = (struct jit_entry){ .start = j->start, .end = j->end, .time_ns = j->time_ns,
+				 .image = image, .flags = j->flags };
+	/* perf's names: symbols of a perf map are in "perf-PID.map", jitdump code in "jit-PID.dump" */
+	base = strrchr(j->source, '/');
+	base = base ? base + 1 : j->source;
+	snprintf(dso, sizeof(dso), "%.63s", base[0] ? base : "[jit]");
+	e->name = keep_str(s, j->name);
+	e->dso = keep_str(s, dso);
+	e->source = keep_str(s, j->source);
+	if (j->lines_len) {
+		uint8_t *copy = malloc(j->lines_len);
+
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, j->lines, j->lines_len);
+		e->lines = copy;
+		e->lines_len = j->lines_len;
+	}
+	s->njits++;
+	return 0;
+}
+
+static int jit_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const struct jit_entry *jits = ctx;
+	const struct jit_entry *a = &jits[*(const uint32_t *)pa];
+	const struct jit_entry *b = &jits[*(const uint32_t *)pb];
+
+	if (a->image != b->image)
+		return a->image < b->image ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/*
+ * Whether entry @a names an address both cover, at a time both apply, rather
+ * than @b: code made later replaces what was there (a jitdump's code by
+ * time, then by record), and a jitdump's code wins over a perf map's line,
+ * whose code has no time; of two perf map lines, the later one.
+ */
+static bool jit_newer(const struct jit_entry *a, uint32_t ia, const struct jit_entry *b,
+		      uint32_t ib)
+{
+	bool amap = a->flags & PROFILE_JIT_F_MAP, bmap = b->flags & PROFILE_JIT_F_MAP;
+
+	if (amap != bmap)
+		return bmap;
+	if (!amap && a->time_ns != b->time_ns)
+		return a->time_ns > b->time_ns;
+	return ia > ib;
+}
+
+/*
+ * The entry naming user address @addr of image @image at time @t: the newest
+ * that covers it and was made by then; -1 when none (or the newest is an
+ * unload).
+ */
+static int64_t jit_find(struct session *s, uint32_t image, uint64_t addr, uint64_t t)
+{
+	size_t lo = 0, hi = s->njits, scanned = 0;
+	int64_t best = -1;
+
+	/* the first sorted position past (image, addr) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct jit_entry *e = &s->jits[s->jit_sorted[mid]];
+
+		if (e->image < image || (e->image == image && e->start <= addr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0 && scanned++ < JIT_SCAN_MAX) {
+		uint32_t i = s->jit_sorted[lo];
+		const struct jit_entry *e = &s->jits[i];
+
+		if (e->image != image || s->jit_maxend[lo] <= addr)
+			break;
+		if (addr >= e->end || (!(e->flags & PROFILE_JIT_F_MAP) && e->time_ns > t))
+			continue;
+		if (best < 0 || jit_newer(e, i, &s->jits[best], (uint32_t)best))
+			best = i;
+	}
+	if (best >= 0 && (s->jits[best].flags & PROFILE_JIT_F_UNLOAD))
+		return -1;
+	return best;
+}
+
+/* A varint of the lines blob at *@p before @end: false when it runs past or is too long. */
+static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* The source line of offset @off in @e's code: the last line entry at or before it. */
+static void jit_line(struct session *s, const struct jit_entry *e, uint64_t off,
+		     struct session_frame *f)
+{
+	const uint8_t *c = e->lines, *end = e->lines + e->lines_len;
+	const uint8_t *file = NULL, *found_file = NULL;
+	size_t file_len = 0, found_len = 0;
+	uint64_t found_line = 0;
+
+	for (unsigned n = 0; c < end && n < PROFILE_JIT_MAX_LINES; n++) {
+		uint64_t at, line, len;
+		const uint8_t *p;
+
+		if (!lines_varint(&c, end, &at) || !lines_varint(&c, end, &line) ||
+		    !lines_varint(&c, end, &len) || len > (uint64_t)(end - c) || at > off)
+			break;
+		p = c;
+		c += len;
+		if (len) {
+			file = p;
+			file_len = len;
+		}
+		found_line = line;
+		found_file = file;
+		found_len = file_len;
+	}
+	if (found_file && found_line && found_line <= UINT32_MAX) {
+		f->file = keep(s, (const char *)found_file, found_len);
+		f->line = (unsigned)found_line;
+	}
+}
+
+/* The frame of JIT entry @i for user address @addr. */
+static int jit_frame(struct session *s, uint32_t i, uint64_t addr, bool is_ra, uint32_t *idx)
+{
+	const struct jit_entry *e = &s->jits[i];
+	struct session_frame f = { .addr = addr, .is_ra = is_ra };
+	uint64_t *v;
+	int err;
+
+	if ((err = frame_entry(s, KEY_JIT, is_ra, i, addr, &v, idx)) || *v)
+		return err;
+	f.sym = e->name[0] ? e->name : NULL;
+	f.dso = e->dso;
+	f.dso_path = e->source;
+	f.offset = addr - e->start;
+	f.rel = addr - e->start;
+	if (e->lines)
+		jit_line(s, e, is_ra && f.offset ? f.offset - 1 : f.offset, &f);
+	return add_frame(s, &f, v, idx);
+}
+
+/*
+ * Whether a mapping's recorded name is memory no file backs, where JIT code
+ * lives: perf's "//anon", the kernel's "[anon:NAME]" (prctl names), a memfd
+ * (runtimes that map their code twice).
+ */
+static bool anon_memory(const char *path)
+{
+	return !path || !path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
+	       !strncmp(path, "/memfd:", 7);
+}
+
+/*
+ * A stack of image @image at time @t with its frames in memory no file backs
+ * named by JIT entries: the index of that stack in *@out (a new one, or
+ * @stack itself when no frame changes).
+ */
+static int jit_restack(struct session *s, uint32_t stack, uint32_t image, uint64_t t,
+		       uint32_t *out)
+{
+	const struct session_stack *st = &s->stacks[stack];
+	bool changed = false;
+	uint32_t *frames;
+
+	for (uint32_t k = 0; k < st->count && k < MAX_FRAMES; k++) {
+		uint32_t fi = st->frames[k];
+		const struct session_frame *f = &s->frames[fi];
+		int64_t e;
+
+		s->scratch[k] = fi;
+		if (f->kernel || f->omitted || f->sym ||
+		    (f->module && !anon_memory(s->modules[f->module - 1].path)))
+			continue;
+		e = jit_find(s, image, f->is_ra && f->addr ? f->addr - 1 : f->addr, t);
+		if (e < 0)
+			continue;
+		/* @f points into s->frames, which jit_frame() may move */
+		if (jit_frame(s, (uint32_t)e, s->frames[fi].addr, s->frames[fi].is_ra, &s->scratch[k]))
+			return -ENOMEM;
+		changed = true;
+	}
+	if (!changed) {
+		*out = stack;
+		return 0;
+	}
+	if (VEC_RESERVE(s->stacks, s->stacks_cap, s->nstacks + 1, 256))
+		return -ENOMEM;
+	st = &s->stacks[stack];
+	frames = malloc((st->count ? st->count : 1) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	memcpy(frames, s->scratch, st->count * sizeof(*frames));
+	s->stacks[s->nstacks] = *st;
+	s->stacks[s->nstacks].frames = frames;
+	*out = s->nstacks++;
+	return 0;
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Once the file is read (a perf map is often written when its process
+ * exits, after its samples): the samples' frames in memory no file backs,
+ * named by the JIT code their image held at their time. A sample's names
+ * change only when code is made or freed, so a stack is named once per
+ * (stack, number of timed JIT records of its image made by the sample's time).
+ */
+static int name_jit_frames(struct session *s)
+{
+	uint64_t *times = NULL;
+	size_t *img_lo = NULL, *img_times = NULL;
+	struct hmap *done = NULL;
+	int err = -ENOMEM;
+
+	if (!s->njits)
+		return 0;
+	if (s->njits > UINT32_MAX ||
+	    !(s->jit_sorted = malloc(s->njits * sizeof(*s->jit_sorted))) ||
+	    !(s->jit_maxend = malloc(s->njits * sizeof(*s->jit_maxend))) ||
+	    !(times = malloc(s->njits * sizeof(*times))) ||
+	    !(img_lo = calloc(s->nimages + 1, sizeof(*img_lo))) ||
+	    !(img_times = calloc(s->nimages + 1, sizeof(*img_times))) ||
+	    !(done = hmap__new(HMAP_U128)))
+		goto out;
+	for (size_t i = 0; i < s->njits; i++)
+		s->jit_sorted[i] = (uint32_t)i;
+	qsort_r(s->jit_sorted, s->njits, sizeof(*s->jit_sorted), jit_cmp, s->jits);
+	for (size_t i = 0; i < s->njits; i++) {
+		const struct jit_entry *e = &s->jits[s->jit_sorted[i]];
+		bool first = !i || s->jits[s->jit_sorted[i - 1]].image != e->image;
+
+		s->jit_maxend[i] = first || e->end > s->jit_maxend[i - 1] ? e->end :
+			s->jit_maxend[i - 1];
+	}
+	/* each image's times of timed records, sorted: a sample's epoch is how many are at or before it */
+	for (size_t i = 0; i < s->njits; i++)
+		if (!(s->jits[i].flags & PROFILE_JIT_F_MAP))
+			img_times[s->jits[i].image + 1]++;
+	for (size_t i = 1; i <= s->nimages; i++)
+		img_lo[i] = img_lo[i - 1] + img_times[i];
+	memset(img_times, 0, (s->nimages + 1) * sizeof(*img_times));
+	for (size_t i = 0; i < s->njits; i++)
+		if (!(s->jits[i].flags & PROFILE_JIT_F_MAP)) {
+			uint32_t im = s->jits[i].image;
+
+			times[img_lo[im] + img_times[im]++] = s->jits[i].time_ns;
+		}
+	for (size_t im = 0; im < s->nimages; im++)
+		qsort(times + img_lo[im], img_times[im], sizeof(*times), u64_cmp);
+	for (size_t i = 0; i < s->nsamples; i++) {
+		struct session_sample *sm = &s->samples[i];
+		const uint64_t *t = times + img_lo[sm->image];
+		size_t lo = 0, hi = img_times[sm->image];
+		uint64_t *v;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t[mid] <= sm->time_ns)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (hmap__entry_u128(done, sm->stack, lo, &v))
+			goto out;
+		if (!*v) {
+			uint32_t to;
+
+			if (jit_restack(s, sm->stack, sm->image, sm->time_ns, &to))
+				goto out;
+			*v = (uint64_t)to + 1;
+		}
+		sm->stack = (uint32_t)(*v - 1);
+	}
+	err = 0;
+out:
+	free(times);
+	free(img_lo);
+	free(img_times);
+	hmap__free(done);
+	return err;
+}
+
 static int set_thread(struct session *s, uint32_t tid, const char *comm)
 {
 	size_t n = s->nstrings;
@@ -517,6 +855,8 @@ static int apply(struct session *s, const struct profile_record *r)
 		return add_sample(s, &r->sample);
 	case PROFILE_REC_EVENT:
 		return add_event(s, &r->event);
+	case PROFILE_REC_JIT:
+		return add_jit(s, &r->jit);
 	default:
 		return 0;
 	}
@@ -609,6 +949,8 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	}
 	if (ret >= 0)
 		ret = flatten_maps(s);
+	if (ret >= 0)
+		ret = name_jit_frames(s);
 	if (ret < 0) {
 		snprintf(diag->reason, sizeof(diag->reason), "%s: %s", path, strerror(-ret));
 		session__free(s);
@@ -650,6 +992,11 @@ void session__free(struct session *s)
 	hmap__free(s->stack_keys);
 	hmap__free(s->frame_keys);
 	hmap__free(s->module_ids);
+	for (size_t i = 0; i < s->njits; i++)
+		free((void *)s->jits[i].lines);
+	free(s->jits);
+	free(s->jit_sorted);
+	free(s->jit_maxend);
 	profile_reader__free(s->reader);
 	if (!s->sym_borrowed)
 		symbolizer__free(s->sym);

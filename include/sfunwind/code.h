@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* SFrame rows for machine code that has no unwind info, found by reading its instructions. */
+#ifndef SFUNWIND_CODE_H
+#define SFUNWIND_CODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sfunwind/diag.h"
+#include "sfunwind/sframe.h"
+#include "sfunwind/unwind.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most code, and the most instructions, one call analyses. */
+#define SFU_CODE_MAX_BYTES	(64 * 1024)
+#define SFU_CODE_MAX_INSNS	16384
+
+/* What an analysis found. */
+struct sfu_code_stats {
+	uint32_t insns;		/* instructions decoded (those reached from the entry) */
+	uint32_t rows;		/* rows in the table */
+	char note[160];		/* why the code could not be analysed, "" when it was */
+};
+
+/**
+ * sfu_sframe__from_code() - unwind rows for one function's machine code,
+ * found by reading its instructions.
+ * @code: the function's bytes; read only during the call.
+ * @len: their number, at most SFU_CODE_MAX_BYTES.
+ * @addr: the runtime address of code[0], which is the function's entry.
+ * @arch: SFU_ARCH_X86_64 (System V). AArch64 gives ENOTSUP.
+ * @stats: optional; receives the counts above, and the reason on ENOENT.
+ * @diag: optional; the reason on failure.
+ *
+ * Meant for JIT code that comes with neither unwind info nor a frame
+ * pointer, such as the trampolines of CPython's perf support, whose start
+ * and size a perf map gives. Every path from the entry is followed (branch
+ * targets inside [@addr, @addr + @len)), tracking the stack height (the CFA
+ * is SP + 8 at the entry), where the caller's frame pointer is saved and
+ * whether a frame pointer is set up (`push %rbp; mov %rsp, %rbp`). Modelled
+ * exactly: push and pop, add/sub/lea of the SP by a constant, moves between
+ * SP and FP, leave, calls (the stack is as before once they return), ret,
+ * direct jumps and conditional branches (both ways), jumps elsewhere (tail
+ * calls) and instructions that end a path (int3, ud2, hlt). Another change
+ * of the SP is allowed only under a frame pointer, whose rows then give the
+ * CFA from the FP. Every SP-based height is a multiple of 8 below 64 KiB.
+ *
+ * Nothing is approximated: code that does what the model cannot state
+ * exactly (an unknown change of the SP without a frame pointer, two paths
+ * meeting with different frames, an instruction that cannot be decoded on
+ * a path, a jump into the middle of an instruction, the return address or
+ * the saved frame pointer overwritten, a return with the frame not undone,
+ * more than SFU_CODE_MAX_INSNS instructions) gives no table at all.
+ *
+ * The row at an instruction describes the frame before it executes: for an
+ * interrupted pc, and for a return address looked up as pc - 1 (inside the
+ * call, whose row holds during the callee). Bytes no path reaches (padding
+ * after a return, trailing bytes) are covered by rows marked
+ * SFU_ROW_UNUSABLE, so that the unwinder stops there rather than guess;
+ * they are not decoded.
+ *
+ * @return an SFrame version 3 table (as sfu_sframe__from_eh_frame() makes)
+ * with one function, [@addr, @addr + @len), whose start is @addr; or NULL
+ * with errno set: ENOENT when the code cannot be analysed exactly (@stats
+ * and @diag say why), ENOTSUP for another architecture, EINVAL for no @code
+ * or a range that wraps, ENOMEM.
+ */
+SFU_API struct sfu_sframe *sfu_sframe__from_code(const void *code, size_t len, uint64_t addr,
+						 enum sfu_arch arch, struct sfu_code_stats *stats,
+						 struct sfu_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

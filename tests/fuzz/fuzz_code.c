@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Fuzz target: rows for machine code read instruction by instruction, then every byte looked up. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sfunwind.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * The input is the code itself, said to run at CODE_ADDR: an x86-64
+ * function's bytes, its entry first.
+ */
+#define CODE_ADDR 0x7f0000001000ull
+
+/* What an SP-based CFA may be: the return address's slot at least, 8-aligned, a frame of at most 64 KiB. */
+#define FRAME_MAX (64 * 1024)
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void broken(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fuzz_code: contract broken: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+static void check_row(const struct sfu_row *row, uint64_t pc)
+{
+	unsigned long long at = (unsigned long long)(pc - CODE_ADDR);
+
+	if (row->flags & SFU_ROW_UNUSABLE)
+		return;
+	if (row->cfa.kind != SFU_LOC_REG_OFFSET)
+		broken("+%#llx: CFA of kind %u", at, row->cfa.kind);
+	if (row->cfa.reg == SFU_REG_SP) {
+		if (row->cfa.offset < 8 || row->cfa.offset % 8 || row->cfa.offset > FRAME_MAX)
+			broken("+%#llx: CFA = SP%+d", at, row->cfa.offset);
+	} else if (row->cfa.reg == SFU_REG_FP) {
+		/* the caller's FP was pushed before the frame pointer was set up */
+		if (row->cfa.offset < 16 || row->cfa.offset % 8 || row->cfa.offset > FRAME_MAX)
+			broken("+%#llx: CFA = FP%+d", at, row->cfa.offset);
+		if (row->fp.kind != SFU_LOC_AT_CFA)
+			broken("+%#llx: CFA on the FP, but the caller's FP is not saved", at);
+	} else {
+		broken("+%#llx: CFA on register %u", at, row->cfa.reg);
+	}
+	if (row->ra.kind != SFU_LOC_AT_CFA || row->ra.offset != -8)
+		broken("+%#llx: RA not at CFA - 8", at);
+	if (row->fp.kind == SFU_LOC_AT_CFA &&
+	    (row->fp.offset > -16 || row->fp.offset % 8 || row->fp.offset < -FRAME_MAX))
+		broken("+%#llx: FP saved at CFA%+d", at, row->fp.offset);
+	else if (row->fp.kind != SFU_LOC_AT_CFA && row->fp.kind != SFU_LOC_SAME)
+		broken("+%#llx: FP of kind %u", at, row->fp.kind);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sfu_code_stats st;
+	struct sfu_diag diag = { 0 };
+	const struct sfu_fde *fde;
+	struct sfu_sframe *sf;
+	struct sfu_row row;
+	uint8_t *code;
+
+	/* an exact-size copy, so that a read past the end is caught */
+	code = malloc(size ? size : 1);
+	if (!code)
+		return 0;
+	memcpy(code, data, size);
+	sf = sfu_sframe__from_code(code, size, CODE_ADDR, SFU_ARCH_X86_64, &st, &diag);
+	free(code);
+	if (!sf) {
+		if (errno != ENOENT && errno != ENOMEM)
+			broken("failed with errno %d (%s)", errno, diag.reason);
+		if (errno == ENOENT && (!st.note[0] || !diag.reason[0]))
+			broken("refused without a reason");
+		return 0;
+	}
+	if (st.note[0])
+		broken("a table, and a note: %s", st.note);
+	if (!st.insns || st.insns > SFU_CODE_MAX_INSNS)
+		broken("%u instructions", st.insns);
+	if (sfu_sframe__fde_count(sf) != 1)
+		broken("%zu functions", sfu_sframe__fde_count(sf));
+	fde = sfu_sframe__fde(sf, 0);
+	if (fde->start != CODE_ADDR || fde->size != size || fde->num_fres != st.rows)
+		broken("function [%#llx, +%u) with %u rows, the stats say %u",
+		       (unsigned long long)fde->start, fde->size, fde->num_fres, st.rows);
+	for (size_t off = 0; off < size; off++) {
+		if (sfu_sframe__lookup(sf, CODE_ADDR + off, &fde, &row))
+			broken("no row at +%#zx", off);
+		/* the entry's row is what the caller's call left */
+		if (!off && (row.flags & SFU_ROW_UNUSABLE || row.cfa.reg != SFU_REG_SP ||
+			     row.cfa.offset != 8 || row.fp.kind != SFU_LOC_SAME))
+			broken("the entry's row is not CFA = SP + 8");
+		check_row(&row, CODE_ADDR + off);
+	}
+	if (sfu_sframe__lookup(sf, CODE_ADDR + size, &fde, &row) != -ENOENT)
+		broken("a row past the end");
+	sfu_sframe__free(sf);
+	return 0;
+}

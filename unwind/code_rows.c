@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* SFrame rows for machine code without unwind info: every path from the entry, decoded with capstone. */
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sfunwind/code.h"
+#include "sframe_internal.h"
+
+/* The largest stack height (CFA - SP or CFA - FP) followed: JIT stubs keep small frames. */
+#define FRAME_MAX	(64 * 1024)
+#define SLOT		8	/* a pushed register, the return address */
+#define SP_UNKNOWN	(-1)
+
+/*
+ * The frame before one instruction, as distances below the CFA. A frame
+ * pointer is set up when FP points into this frame; the caller's FP is then
+ * saved, since FP no longer holds it.
+ */
+struct frame {
+	int32_t sp;		/* CFA - SP; SP_UNKNOWN only while a frame pointer is set up */
+	int32_t fp;		/* CFA - FP while the frame pointer is set up, else 0 */
+	int32_t fp_saved;	/* the caller's FP is at CFA - fp_saved; 0 while FP holds it */
+};
+
+/* What one byte of the code is to the walk. */
+enum byte_kind {
+	B_UNSEEN = 0,		/* no path reached it (yet) */
+	B_START,		/* a reached instruction starts here */
+	B_INSIDE,		/* inside a reached instruction */
+};
+
+struct byte_info {
+	struct frame in;	/* B_START: the frame before the instruction */
+	uint8_t kind;		/* enum byte_kind */
+	uint8_t len;		/* B_START: the instruction's length, 0 until decoded */
+};
+
+/* Where execution goes after one instruction, and with what frame. */
+struct flow {
+	struct frame out;
+	bool next;		/* falls through to the following instruction */
+	bool jump;		/* goes to target (too) */
+	uint64_t target;
+};
+
+struct walk {
+	const uint8_t *code;
+	size_t len;
+	uint64_t addr;
+	csh cs;
+	cs_insn *insn;
+	struct byte_info *bytes;
+	uint32_t *todo;		/* reached instructions not decoded yet: one entry per offset at most */
+	size_t num_todo;
+	uint32_t insns;
+	char why[160];
+};
+
+static int fail(struct walk *w, uint64_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The code cannot be analysed exactly: say why, at which instruction. */
+static int fail(struct walk *w, uint64_t at, const char *fmt, ...)
+{
+	char what[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(w->why, sizeof(w->why), "+%#llx: %s", (unsigned long long)(at - w->addr), what);
+	return -ENOENT;
+}
+
+/* ---- x86-64 ---- */
+
+static bool x86_is_sp(unsigned reg)
+{
+	return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
+}
+
+static bool x86_is_fp(unsigned reg)
+{
+	return reg == X86_REG_RBP || reg == X86_REG_EBP || reg == X86_REG_BP || reg == X86_REG_BPL;
+}
+
+static bool has_group(const cs_insn *insn, uint8_t group)
+{
+	for (uint8_t i = 0; i < insn->detail->groups_count; i++)
+		if (insn->detail->groups[i] == group)
+			return true;
+	return false;
+}
+
+/* The one operand of @insn that is exactly the 64-bit register @reg, as operand @i. */
+static bool x86_op_is(const cs_x86 *x, unsigned i, unsigned reg)
+{
+	return i < x->op_count && x->operands[i].type == X86_OP_REG && x->operands[i].reg == reg;
+}
+
+static bool x86_op_imm(const cs_x86 *x, unsigned i, int64_t *imm)
+{
+	if (i >= x->op_count || x->operands[i].type != X86_OP_IMM)
+		return false;
+	*imm = x->operands[i].imm;
+	return true;
+}
+
+/* A memory operand [reg + disp]: no index, no segment. */
+static bool x86_op_base_disp(const cs_x86 *x, unsigned i, unsigned reg, int64_t *disp)
+{
+	const cs_x86_op *op = &x->operands[i];
+
+	if (i >= x->op_count || op->type != X86_OP_MEM || op->mem.base != reg ||
+	    op->mem.index != X86_REG_INVALID || op->mem.segment != X86_REG_INVALID)
+		return false;
+	*disp = op->mem.disp;
+	return true;
+}
+
+/* A distance below the CFA; out of range, one check_frame() refuses. */
+static int32_t height(int64_t v)
+{
+	return v < 0 ? 0 : v > FRAME_MAX ? FRAME_MAX + SLOT : (int32_t)v;
+}
+
+/*
+ * SP moves by @delta (positive: towards the CFA, as a pop). An unknown SP
+ * (under a frame pointer) stays unknown.
+ */
+static void sp_move(struct frame *f, int64_t delta)
+{
+	if (f->sp != SP_UNKNOWN)
+		f->sp = height((int64_t)f->sp - delta);
+}
+
+/* SP changed in a way not modelled: only a frame pointer keeps the CFA. */
+static int sp_lost(struct walk *w, struct frame *f)
+{
+	if (!f->fp)
+		return fail(w, w->insn->address, "%s %s changes the stack pointer without a frame pointer",
+			    w->insn->mnemonic, w->insn->op_str);
+	f->sp = SP_UNKNOWN;
+	return 0;
+}
+
+/* FP is overwritten with something that is not a frame pointer of ours. */
+static int fp_lost(struct walk *w, struct frame *f)
+{
+	if (!f->fp_saved)
+		return fail(w, w->insn->address, "%s %s overwrites the caller's frame pointer",
+			    w->insn->mnemonic, w->insn->op_str);
+	f->fp = 0;
+	return 0;
+}
+
+/* `pop %rbp` (also the second half of leave), with @f->sp the slot it loads. */
+static int pop_fp(struct walk *w, struct frame *f)
+{
+	if (f->sp == SP_UNKNOWN)
+		return fail(w, w->insn->address, "%s loads the frame pointer from an unknown slot",
+			    w->insn->mnemonic);
+	if (f->fp_saved == f->sp) {
+		f->fp_saved = 0;
+		f->fp = 0;
+	} else if (fp_lost(w, f)) {
+		return -ENOENT;
+	}
+	sp_move(f, SLOT);
+	return 0;
+}
+
+/*
+ * A store the instruction makes through an operand [SP + disp] or [FP +
+ * disp]: the return address and the saved frame pointer must stay where the
+ * rows say they are. Stores through other registers cannot be placed.
+ */
+static int x86_check_store(struct walk *w, const struct frame *f, const cs_x86_op *op)
+{
+	int64_t at, end;
+
+	if (op->mem.index != X86_REG_INVALID || op->mem.segment != X86_REG_INVALID)
+		return 0;
+	if (op->mem.base == X86_REG_RSP && f->sp != SP_UNKNOWN)
+		at = op->mem.disp - f->sp;
+	else if (op->mem.base == X86_REG_RBP && f->fp)
+		at = op->mem.disp - f->fp;
+	else
+		return 0;
+	end = at + (op->size ? op->size : SLOT);
+	if (at < 0 && end > -SLOT)
+		return fail(w, w->insn->address, "%s %s overwrites the return address",
+			    w->insn->mnemonic, w->insn->op_str);
+	if (f->fp_saved && at < -f->fp_saved + SLOT && end > -f->fp_saved)
+		return fail(w, w->insn->address, "%s %s overwrites the saved frame pointer",
+			    w->insn->mnemonic, w->insn->op_str);
+	return 0;
+}
+
+/* An instruction with no stack role of its own: only what it writes matters. */
+static int x86_other(struct walk *w, struct frame *f)
+{
+	const cs_insn *insn = w->insn;
+	const cs_x86 *x = &insn->detail->x86;
+	bool sp_written = false, fp_written = false;
+	cs_regs rd, wr;
+	uint8_t nrd, nwr;
+
+	if (cs_regs_access(w->cs, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return fail(w, insn->address, "%s %s: no register access information", insn->mnemonic,
+			    insn->op_str);
+	for (uint8_t i = 0; i < nwr; i++) {
+		sp_written |= x86_is_sp(wr[i]);
+		fp_written |= x86_is_fp(wr[i]);
+	}
+	for (uint8_t i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+
+		/* a register operand of unknown access counts as written */
+		if (op->type == X86_OP_REG && (op->access & CS_AC_WRITE || !op->access)) {
+			sp_written |= x86_is_sp(op->reg);
+			fp_written |= x86_is_fp(op->reg);
+		}
+		if (op->type == X86_OP_MEM && (op->access & CS_AC_WRITE) && x86_check_store(w, f, op))
+			return -ENOENT;
+	}
+	if (sp_written && sp_lost(w, f))
+		return -ENOENT;
+	if (fp_written && fp_lost(w, f))
+		return -ENOENT;
+	return 0;
+}
+
+/* 66-prefixed pushes, pops, calls, returns and jumps move the SP or IP by 2 bytes, or not. */
+static bool x86_stack_or_branch(const cs_insn *insn)
+{
+	switch (insn->id) {
+	case X86_INS_PUSH:
+	case X86_INS_POP:
+	case X86_INS_PUSHF:
+	case X86_INS_PUSHFQ:
+	case X86_INS_POPF:
+	case X86_INS_POPFQ:
+	case X86_INS_LEAVE:
+	case X86_INS_ENTER:
+		return true;
+	default:
+		return has_group(insn, CS_GRP_CALL) || has_group(insn, CS_GRP_RET) ||
+		       has_group(insn, CS_GRP_JUMP) || has_group(insn, CS_GRP_BRANCH_RELATIVE);
+	}
+}
+
+static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
+{
+	const cs_insn *insn = w->insn;
+	const cs_x86 *x = &insn->detail->x86;
+	struct frame *f = &fl->out;
+	int64_t imm, disp;
+
+	*fl = (struct flow){ .out = *in, .next = true };
+	if (x->prefix[2] == X86_PREFIX_OPSIZE && x86_stack_or_branch(insn))
+		return fail(w, insn->address, "%s %s with an operand-size prefix", insn->mnemonic,
+			    insn->op_str);
+	switch (insn->id) {
+	case X86_INS_PUSH:
+		sp_move(f, -SLOT);
+		/* the caller's FP, saved where the rows can find it */
+		if (x86_op_is(x, 0, X86_REG_RBP) && !f->fp_saved && f->sp != SP_UNKNOWN)
+			f->fp_saved = f->sp;
+		return 0;
+	case X86_INS_PUSHFQ:
+		sp_move(f, -SLOT);
+		return 0;
+	case X86_INS_POPFQ:
+		sp_move(f, SLOT);
+		return 0;
+	case X86_INS_POP:
+		if (x->op_count != 1 || x->operands[0].type != X86_OP_REG)
+			break;	/* to memory, addressed after the SP moved: not modelled */
+		if (x86_is_sp(x->operands[0].reg))
+			return sp_lost(w, f);
+		if (x->operands[0].reg == X86_REG_RBP)
+			return pop_fp(w, f);
+		sp_move(f, SLOT);
+		return 0;
+	case X86_INS_SUB:
+	case X86_INS_ADD:
+		if (!x86_op_is(x, 0, X86_REG_RSP) || !x86_op_imm(x, 1, &imm))
+			break;
+		sp_move(f, insn->id == X86_INS_ADD ? imm : -imm);
+		return 0;
+	case X86_INS_LEA:
+		if (x86_op_is(x, 0, X86_REG_RSP) && x86_op_base_disp(x, 1, X86_REG_RSP, &disp)) {
+			sp_move(f, disp);
+			return 0;
+		}
+		if (x86_op_is(x, 0, X86_REG_RSP) && x86_op_base_disp(x, 1, X86_REG_RBP, &disp) && f->fp) {
+			/* the epilogue `lea -N(%rbp), %rsp` before popping callee-saved registers */
+			f->sp = height(f->fp - disp);
+			return 0;
+		}
+		if (x86_op_is(x, 0, X86_REG_RBP) && x86_op_base_disp(x, 1, X86_REG_RSP, &disp) &&
+		    f->sp != SP_UNKNOWN && f->fp_saved) {
+			/* a frame pointer set up as `lea N(%rsp), %rbp` */
+			f->fp = height(f->sp - disp);
+			if (!f->fp)
+				return fail(w, insn->address, "lea %s: a frame pointer at or above the CFA",
+					    insn->op_str);
+			return 0;
+		}
+		break;
+	case X86_INS_MOV:
+		if (x86_op_is(x, 0, X86_REG_RBP) && x86_op_is(x, 1, X86_REG_RSP)) {
+			if (!f->fp_saved)
+				return fp_lost(w, f);
+			if (f->sp == SP_UNKNOWN)
+				return fail(w, insn->address, "mov %s with the stack height unknown",
+					    insn->op_str);
+			f->fp = f->sp;
+			return 0;
+		}
+		if (x86_op_is(x, 0, X86_REG_RSP) && x86_op_is(x, 1, X86_REG_RBP) && f->fp) {
+			f->sp = f->fp;
+			return 0;
+		}
+		break;
+	case X86_INS_LEAVE:
+		if (!f->fp)
+			return sp_lost(w, f);
+		f->sp = f->fp;
+		return pop_fp(w, f);
+	case X86_INS_ENTER:
+		/* capstone says nothing of its registers; compilers do not emit it */
+		return fail(w, insn->address, "enter is not modelled");
+	case X86_INS_CALL:
+		/* a call into the function's own body (not its entry) would not return here as a call */
+		if (x86_op_imm(x, 0, &imm) && (uint64_t)imm > w->addr && (uint64_t)imm - w->addr < w->len)
+			return fail(w, insn->address, "call into the function's own body");
+		return 0;
+	case X86_INS_RET:
+		if (in->sp != SLOT)
+			return fail(w, insn->address, in->sp == SP_UNKNOWN ?
+				    "returns with the stack height unknown" :
+				    "returns with the return address not on top of the stack");
+		fl->next = false;
+		return 0;
+	case X86_INS_JMP:
+		fl->next = false;
+		/* a direct jump; an indirect one leaves the function (a tail call, a jump table) */
+		if (x86_op_imm(x, 0, &imm)) {
+			fl->jump = true;
+			fl->target = (uint64_t)imm;
+		}
+		return 0;
+	case X86_INS_LJMP:
+	case X86_INS_INT1:
+	case X86_INS_INT3:
+	case X86_INS_UD0:
+	case X86_INS_UD2:
+	case X86_INS_UD2B:
+	case X86_INS_HLT:
+		fl->next = false;
+		return 0;
+	case X86_INS_LCALL:
+	case X86_INS_RETF:
+	case X86_INS_RETFQ:
+		return fail(w, insn->address, "far %s is not modelled", insn->mnemonic);
+	default:
+		if (has_group(insn, CS_GRP_IRET))
+			return fail(w, insn->address, "%s is not modelled", insn->mnemonic);
+		if (has_group(insn, CS_GRP_JUMP) || has_group(insn, CS_GRP_BRANCH_RELATIVE)) {
+			/* jcc, jrcxz, loop, xbegin: either way; the target is the last operand */
+			if (!x->op_count || !x86_op_imm(x, x->op_count - 1u, &imm))
+				return fail(w, insn->address, "%s %s: no target", insn->mnemonic,
+					    insn->op_str);
+			fl->jump = true;
+			fl->target = (uint64_t)imm;
+		}
+		break;
+	}
+	return x86_other(w, f);
+}
+
+/* The frame after an instruction: one the rows can state, the stack as a System V function keeps it. */
+static int check_frame(struct walk *w, const struct frame *f)
+{
+	uint64_t at = w->insn->address;
+
+	if (f->sp == SP_UNKNOWN && !f->fp)
+		return fail(w, at, "no way to the CFA");
+	if (f->sp != SP_UNKNOWN) {
+		if (f->sp < SLOT)
+			return fail(w, at, "the return address is popped");
+		if (f->sp > FRAME_MAX)
+			return fail(w, at, "a frame larger than %d bytes", FRAME_MAX);
+		if (f->sp % SLOT)
+			return fail(w, at, "the stack pointer is not 8-byte aligned");
+		if (f->fp_saved > f->sp)
+			return fail(w, at, "the saved frame pointer is popped to no register");
+	}
+	if (f->fp && (f->fp < 2 * SLOT || f->fp > FRAME_MAX || f->fp % SLOT))
+		return fail(w, at, "a frame pointer %d bytes below the CFA", f->fp);
+	return 0;
+}
+
+/* ---- the walk ---- */
+
+/* A path reaches offset @off with frame @f. */
+static int reach(struct walk *w, uint64_t from, size_t off, const struct frame *f)
+{
+	struct byte_info *b = &w->bytes[off];
+
+	if (b->kind == B_INSIDE)
+		return fail(w, from, "goes into the middle of an instruction at +%#zx", off);
+	if (b->kind == B_START) {
+		if (memcmp(&b->in, f, sizeof(*f)))
+			return fail(w, from, "paths meet at +%#zx with different frames (CFA = SP + %d or %d)",
+				    off, b->in.sp, f->sp);
+		return 0;
+	}
+	b->kind = B_START;
+	b->in = *f;
+	w->todo[w->num_todo++] = (uint32_t)off;
+	return 0;
+}
+
+/* Do the bytes at @off fail to decode only because the code ends? */
+static bool cut_at_end(struct walk *w, size_t off)
+{
+	uint8_t longest[16] = { 0 };
+	const uint8_t *p = longest;
+	size_t left = w->len - off, size = sizeof(longest);
+	uint64_t at = w->addr + off;
+
+	if (left >= sizeof(longest))
+		return false;
+	memcpy(longest, w->code + off, left);
+	return cs_disasm_iter(w->cs, &p, &size, &at, w->insn) && w->insn->size > left;
+}
+
+static int decode(struct walk *w, size_t off)
+{
+	const uint8_t *p = w->code + off;
+	size_t left = w->len - off;
+	uint64_t at = w->addr + off;
+
+	if (w->insns == SFU_CODE_MAX_INSNS)
+		return fail(w, at, "more than %u instructions", SFU_CODE_MAX_INSNS);
+	if (!cs_disasm_iter(w->cs, &p, &left, &at, w->insn))
+		return fail(w, w->addr + off, "%s", cut_at_end(w, off) ?
+			    "an instruction cut at the end of the code" : "bytes that do not decode");
+	w->insns++;
+	for (size_t k = 1; k < w->insn->size; k++) {
+		if (w->bytes[off + k].kind != B_UNSEEN)
+			return fail(w, w->addr + off, "instructions overlap at +%#zx", off + k);
+		w->bytes[off + k].kind = B_INSIDE;
+	}
+	w->bytes[off].len = (uint8_t)w->insn->size;
+	return 0;
+}
+
+static int walk_paths(struct walk *w)
+{
+	const struct frame entry = { .sp = SLOT };
+	struct flow fl;
+	int err;
+
+	err = reach(w, w->addr, 0, &entry);
+	while (!err && w->num_todo) {
+		size_t off = w->todo[--w->num_todo];
+		uint64_t at = w->addr + off;
+
+		if ((err = decode(w, off)) || (err = x86_step(w, &w->bytes[off].in, &fl)) ||
+		    (err = check_frame(w, &fl.out)))
+			break;
+		/* a target outside is a tail call, or a branch to other code: the path leaves */
+		if (fl.jump && fl.target >= w->addr && fl.target - w->addr < w->len)
+			err = reach(w, at, fl.target - w->addr, &fl.out);
+		if (err || !fl.next)
+			continue;
+		off += w->bytes[off].len;
+		if (off < w->len)
+			err = reach(w, at, off, &fl.out);
+		else if (w->insn->id != X86_INS_CALL)
+			/* a call at the end may be to a function that does not return */
+			err = fail(w, at, "runs past the end of the code");
+	}
+	return err;
+}
+
+/* ---- rows ---- */
+
+static void frame_row(const struct frame *f, uint32_t start, struct sfu_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->start = start;
+	row->cfa.kind = SFU_LOC_REG_OFFSET;
+	row->cfa.reg = f->fp ? SFU_REG_FP : SFU_REG_SP;
+	row->cfa.offset = f->fp ? f->fp : f->sp;
+	row->ra.kind = SFU_LOC_AT_CFA;
+	row->ra.offset = -SLOT;
+	row->fp.reg = SFU_REG_FP;
+	if (f->fp_saved) {
+		row->fp.kind = SFU_LOC_AT_CFA;
+		row->fp.offset = -f->fp_saved;
+	} else {
+		row->fp.kind = SFU_LOC_SAME;
+	}
+}
+
+/* Bytes no path reaches: the unwinder must stop there, not use the row before. */
+static void unreached_row(uint32_t start, struct sfu_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->start = start;
+	row->flags = SFU_ROW_UNUSABLE;
+	row->cfa.kind = SFU_LOC_REG_OFFSET;
+	row->cfa.reg = SFU_REG_SP;
+	row->ra.kind = SFU_LOC_UNDEFINED;
+	row->fp.kind = SFU_LOC_SAME;
+	row->fp.reg = SFU_REG_FP;
+}
+
+/* Rows that say the same, wherever they start. */
+static bool same_rule(const struct sfu_row *a, const struct sfu_row *b)
+{
+	return a->flags == b->flags && !memcmp(&a->cfa, &b->cfa, sizeof(a->cfa)) &&
+	       !memcmp(&a->ra, &b->ra, sizeof(a->ra)) && !memcmp(&a->fp, &b->fp, sizeof(a->fp));
+}
+
+/*
+ * One row where the rule changes (frames that differ in what the rows do
+ * not say, such as the SP under a frame pointer, share one), and one at the
+ * start of each stretch no path reaches.
+ */
+static int make_rows(const struct walk *w, struct sfu_row **out, size_t *count)
+{
+	struct sfu_row *rows;
+	bool unusable = false;
+	size_t n = 0;
+
+	/* at most a row per instruction and one per gap after it */
+	rows = calloc((size_t)w->insns * 2 + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t off = 0; off < w->len;) {
+		const struct byte_info *b = &w->bytes[off];
+		uint32_t step = 1;
+
+		if (b->kind == B_START) {
+			frame_row(&b->in, (uint32_t)off, &rows[n]);
+			step = b->len;
+		} else {
+			unreached_row((uint32_t)off, &rows[n]);
+			unusable = true;
+		}
+		if (!n || !same_rule(&rows[n - 1], &rows[n]))
+			n++;
+		off += step;
+	}
+	/* the default FRE has no unusable row: the whole function is flexible then */
+	for (size_t k = 0; unusable && k < n; k++)
+		rows[k].flags |= SFU_ROW_FLEX;
+	*out = rows;
+	*count = n;
+	return 0;
+}
+
+static int encode(const struct walk *w, struct sfu_code_stats *stats, void **buf, size_t *size,
+		  struct sfu_diag *diag)
+{
+	struct sfu_sframe_enc_opts opts = {
+		.version = 3,
+		.abi = SFU_SFRAME_ABI_AMD64_LE,
+		.cfa_fixed_ra_offset = -SLOT,
+		.addr = 0,
+	};
+	struct sfu_sframe_func fn = { .start = w->addr, .size = (uint32_t)w->len };
+	struct sfu_row *rows;
+	size_t n;
+	int err;
+
+	err = make_rows(w, &rows, &n);
+	if (err)
+		return diag_set(diag, err, "out of memory");
+	fn.rows = rows;
+	fn.num_rows = n;
+	stats->rows = (uint32_t)n;
+	err = sfu_sframe_encode(&opts, &fn, 1, buf, size, diag);
+	free(rows);
+	return err;
+}
+
+static int analyse(struct walk *w, struct sfu_code_stats *stats, void **buf, size_t *size,
+		   struct sfu_diag *diag)
+{
+	int err;
+
+	switch (cs_open(CS_ARCH_X86, CS_MODE_64, &w->cs)) {
+	case CS_ERR_OK:
+		break;
+	case CS_ERR_MEM:
+		return diag_set(diag, -ENOMEM, "out of memory");
+	default:
+		return diag_set(diag, -ENOTSUP, "capstone cannot decode x86-64");
+	}
+	if (cs_option(w->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
+	    !(w->insn = cs_malloc(w->cs))) {
+		err = diag_set(diag, -ENOMEM, "cannot set up the x86-64 disassembler");
+		goto out;
+	}
+	w->bytes = calloc(w->len, sizeof(*w->bytes));
+	w->todo = calloc(w->len, sizeof(*w->todo));
+	if (!w->bytes || !w->todo) {
+		err = diag_set(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	err = walk_paths(w);
+	stats->insns = w->insns;
+	if (err) {
+		snprintf(stats->note, sizeof(stats->note), "%s", w->why);
+		diag_set(diag, err, "%s", w->why);
+		goto out;
+	}
+	err = encode(w, stats, buf, size, diag);
+out:
+	free(w->bytes);
+	free(w->todo);
+	if (w->insn)
+		cs_free(w->insn, 1);
+	cs_close(&w->cs);
+	return err;
+}
+
+struct sfu_sframe *sfu_sframe__from_code(const void *code, size_t len, uint64_t addr,
+					 enum sfu_arch arch, struct sfu_code_stats *stats,
+					 struct sfu_diag *diag)
+{
+	struct sfu_code_stats local;
+	struct walk w = { .code = code, .len = len, .addr = addr };
+	size_t size = 0;
+	void *buf = NULL;
+	int err;
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	if (arch != SFU_ARCH_X86_64) {
+		err = diag_set(diag, -ENOTSUP, "machine code of architecture %d is not analysed", arch);
+		goto fail;
+	}
+	if ((!code && len) || addr + len < addr) {
+		err = diag_set(diag, -EINVAL, "no code, or a range that wraps");
+		goto fail;
+	}
+	if (!len || len > SFU_CODE_MAX_BYTES) {
+		snprintf(stats->note, sizeof(stats->note), "%zu bytes of code (1 to %d are analysed)",
+			 len, SFU_CODE_MAX_BYTES);
+		err = diag_set(diag, -ENOENT, "%s", stats->note);
+		goto fail;
+	}
+	err = analyse(&w, stats, &buf, &size, diag);
+	if (err)
+		goto fail;
+	return sframe_new_owned(buf, size, 0, diag);
+fail:
+	errno = -err;
+	return NULL;
+}

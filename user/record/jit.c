@@ -1,0 +1,837 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* JIT code of the recorded processes: their perf maps and jitdumps read while recording, their code given rows. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "jit.h"
+#include "jit/jitdump.h"
+#include "jit/perfmap.h"
+#include "proctab.h"
+#include "sfunwind/code.h"
+#include "util/hmap.h"
+#include "util/vec.h"
+
+/* How often a process's map and dump are read when no sample asks for code they may hold. */
+#define POLL_IDLE_NS (100ull * 1000000)
+/* ... and at most how often when samples do (code the unwinder met that nothing named yet). */
+#define POLL_NEED_NS (1ull * 1000000)
+/* How often a missing perf map is looked for again. */
+#define MAP_RETRY_NS (1000ull * 1000000)
+/* Bytes read from a map or dump in one poll while recording (all of it at exit and at the end). */
+#define POLL_BYTES (4u << 20)
+/* The longest code whose instructions are read for rows. */
+#define CODE_READ_MAX (16u << 10)
+/* The most unwinding information kept for the code load it precedes. */
+#define EH_MAX (1u << 20)
+/* Root directories held open, to read maps written at exit: past it, such maps are missed. */
+#define ROOT_FDS_MAX 512
+/* Code of one jitdump kept to be written again into the next window. */
+#define CODE_MAX (1u << 20)
+/* Bytes of source lines one code load carries (the writer's bound on a record's lines). */
+#define LINES_BYTES_MAX (192u << 10)
+/* Exited processes are forgotten this long after their exit (their last samples come later). */
+#define EXITED_KEEP_NS (10ull * 1000000000)
+
+/* A jitdump's code in place, kept to write again into the next file (agent windows). */
+struct code {
+	uint64_t start, end, time, index;
+	uint32_t flags;
+	char *name;
+	uint8_t *lines;
+	size_t lines_len;
+};
+
+/* What is known of one process's JIT code. */
+struct jproc {
+	uint32_t pid, ns_pid, uid, euid;
+	char comm[SAMPLE_COMM_LEN + 1];
+	int root_fd;			/* /proc/PID/root, O_PATH, held while it lives; -1 */
+	bool owned;			/* sampled here: this thread reads its files */
+	bool exited;
+	uint64_t exit_time;
+	uint64_t last_poll;
+	/* the perf map */
+	struct perfmap *map;
+	int map_fd;
+	uint64_t map_off, map_retry;
+	size_t map_written;		/* entries written to the file */
+	bool map_given_up;		/* refused (owner, link): said once, not read */
+	char map_path[48];		/* "/tmp/perf-NSPID.map" as the process sees it */
+	/* the jitdump */
+	char *dump_name;		/* as mapped */
+	uint64_t dump_start, dump_end;
+	struct jitdump_file *dump;
+	bool dump_given_up;
+	bool dump_arch_time;		/* timestamps of the TSC: not comparable to samples */
+	uint8_t *eh;			/* UNWINDING_INFO waiting for its code load */
+	size_t eh_size, eh_hdr_size;
+	uint64_t debug_addr;		/* DEBUG_INFO waiting for its code load */
+	uint8_t *debug;
+	size_t debug_len;
+	struct code *code;
+	size_t ncode, code_cap, code_written;
+	bool code_full;
+	struct hmap *tried;		/* code start -> 1: rows made or refused */
+	struct sfu_addrspace *as;	/* the process's, while a sample is handled */
+	uint64_t now;			/* the time of the sample being handled */
+};
+
+struct jit_recorder {
+	enum sfu_arch arch;
+	struct jit_ops ops;
+	struct hmap *procs;		/* pid -> struct jproc * */
+	unsigned root_fds;
+	uint64_t last_sweep;
+	struct jit_stats stats;
+};
+
+struct jit_recorder *jit_recorder__new(enum sfu_arch arch, const struct jit_ops *ops)
+{
+	struct jit_recorder *jr = calloc(1, sizeof(*jr));
+
+	if (!jr)
+		return NULL;
+	jr->arch = arch;
+	jr->ops = *ops;
+	jr->procs = hmap__new(HMAP_U64);
+	if (!jr->procs) {
+		free(jr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return jr;
+}
+
+static void close_files(struct jit_recorder *jr, struct jproc *jp)
+{
+	if (jp->root_fd >= 0) {
+		close(jp->root_fd);
+		jr->root_fds--;
+		jp->root_fd = -1;
+	}
+	if (jp->map_fd >= 0)
+		close(jp->map_fd);
+	jp->map_fd = -1;
+	perfmap__free(jp->map);
+	jp->map = NULL;
+	jitdump_file__free(jp->dump);
+	jp->dump = NULL;
+	free(jp->eh);
+	jp->eh = NULL;
+	free(jp->debug);
+	jp->debug = NULL;
+	for (size_t i = 0; i < jp->ncode; i++) {
+		free(jp->code[i].name);
+		free(jp->code[i].lines);
+	}
+	free(jp->code);
+	jp->code = NULL;
+	jp->ncode = jp->code_cap = 0;
+}
+
+static void jproc_free(struct jit_recorder *jr, struct jproc *jp)
+{
+	if (!jp)
+		return;
+	close_files(jr, jp);
+	free(jp->dump_name);
+	hmap__free(jp->tried);
+	free(jp);
+}
+
+void jit_recorder__free(struct jit_recorder *jr)
+{
+	struct hmap_item it;
+	size_t pos = 0;
+
+	if (!jr)
+		return;
+	while (!hmap__next(jr->procs, &pos, &it))
+		jproc_free(jr, (struct jproc *)(uintptr_t)it.val);
+	hmap__free(jr->procs);
+	free(jr);
+}
+
+void jit_recorder__count_reunwound(struct jit_recorder *jr)
+{
+	jr->stats.reunwound++;
+}
+
+const struct jit_stats *jit_recorder__stats(const struct jit_recorder *jr)
+{
+	return &jr->stats;
+}
+
+static struct jproc *get(struct jit_recorder *jr, uint32_t pid)
+{
+	uint64_t *v;
+
+	return hmap__find_u64(jr->procs, pid, &v) ? NULL : (struct jproc *)(uintptr_t)*v;
+}
+
+static struct jproc *get_or_new(struct jit_recorder *jr, uint32_t pid)
+{
+	struct jproc *jp = get(jr, pid);
+
+	if (jp)
+		return jp;
+	jp = calloc(1, sizeof(*jp));
+	if (!jp)
+		return NULL;
+	jp->pid = pid;
+	jp->root_fd = jp->map_fd = -1;
+	if (!(jp->tried = hmap__new(HMAP_U64)) ||
+	    hmap__set_u64(jr->procs, pid, (uintptr_t)jp)) {
+		hmap__free(jp->tried);
+		free(jp);
+		return NULL;
+	}
+	return jp;
+}
+
+static void forget(struct jit_recorder *jr, struct jproc *jp)
+{
+	hmap__delete_u64(jr->procs, jp->pid, NULL);
+	jproc_free(jr, jp);
+}
+
+static void warn(struct jit_recorder *jr, const struct jproc *jp, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warn(struct jit_recorder *jr, const struct jproc *jp, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	if (!jr->ops.warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	jr->ops.warn(jr->ops.ctx, jp->pid, jp->comm, why);
+}
+
+static void record(struct jit_recorder *jr, const struct profile_jit *j)
+{
+	if (jr->ops.record && !jr->ops.record(jr->ops.ctx, j))
+		jr->stats.records++;
+}
+
+/* The file name a jitdump is mapped as: ".../jit-NUMBER.dump". */
+static bool is_jitdump(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	size_t len;
+
+	base = base ? base + 1 : name;
+	len = strlen(base);
+	if (strncmp(base, "jit-", 4) || len < 10 || strcmp(base + len - 5, ".dump"))
+		return false;
+	for (const char *p = base + 4; p < base + len - 5; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+void jit_recorder__mmap(struct jit_recorder *jr, uint32_t pid, uint64_t start, uint64_t end,
+			const char *name)
+{
+	struct jproc *jp;
+	char *copy;
+
+	if (!is_jitdump(name))
+		return;
+	jp = get_or_new(jr, pid);
+	if (!jp || jp->dump || !(copy = strdup(name)))
+		return;
+	/* the same pid again: a new process (exec or reuse) maps its own */
+	free(jp->dump_name);
+	jp->dump_name = copy;
+	jp->dump_start = start;
+	jp->dump_end = end;
+	jp->dump_given_up = false;
+}
+
+/* --- reading what the runtime wrote --- */
+
+/* What the process is: its uids and name, for the checks on the files it wrote. */
+static void learn(struct jproc *jp, const struct proctab_proc *pr)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	jp->ns_pid = pr->ns_pid ? pr->ns_pid : pr->pid;
+	snprintf(jp->comm, sizeof(jp->comm), "%s", pr->comm);
+	snprintf(jp->map_path, sizeof(jp->map_path), "/tmp/perf-%u.map", jp->ns_pid);
+	snprintf(path, sizeof(path), "/proc/%u/status", pr->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u %u", &jp->uid, &jp->euid) == 2)
+			break;
+	fclose(f);
+}
+
+/* Hold the process's root directory, to find its perf map after it exits. */
+static void hold_root(struct jit_recorder *jr, struct jproc *jp)
+{
+	char path[48];
+
+	if (jp->root_fd >= 0 || jp->exited || jr->root_fds >= ROOT_FDS_MAX)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/root", jp->pid);
+	jp->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (jp->root_fd >= 0)
+		jr->root_fds++;
+}
+
+static void write_map_entries(struct jit_recorder *jr, struct jproc *jp)
+{
+	size_t n = perfmap__count(jp->map);
+
+	for (; jp->map_written < n; jp->map_written++) {
+		const struct perfmap_entry *e = perfmap__entry(jp->map, jp->map_written);
+		struct profile_jit j = {
+			.time_ns = jp->now, .pid = jp->pid, .start = e->start,
+			.end = e->start + e->size, .flags = PROFILE_JIT_F_MAP,
+			.name = e->name, .source = jp->map_path,
+		};
+
+		record(jr, &j);
+	}
+}
+
+/* Open the perf map when it is there (retried while it is not), read what was added. */
+static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
+{
+	char why[300];
+	ssize_t got;
+
+	if (jp->map_given_up)
+		return;
+	if (jp->map_fd < 0) {
+		int fd;
+
+		if (!to_end && jp->now < jp->map_retry)
+			return;
+		jp->map_retry = jp->now + MAP_RETRY_NS;
+		why[0] = '\0';
+		if (jp->root_fd >= 0)
+			fd = perfmap_openat(jp->root_fd, jp->ns_pid, jp->uid, jp->euid, why,
+					    sizeof(why));
+		else if (!jp->exited)
+			fd = perfmap_open(jp->pid, jp->ns_pid, why, sizeof(why));
+		else
+			return;
+		if (fd == -ENOENT || fd == -ESRCH)
+			return;
+		if (fd < 0) {
+			jp->map_given_up = true;
+			warn(jr, jp, "%s: %s", jp->map_path, why[0] ? why : strerror(-fd));
+			return;
+		}
+		if (!jp->map && !(jp->map = perfmap__new())) {
+			close(fd);
+			return;
+		}
+		jp->map_fd = fd;
+		jr->stats.maps++;
+	}
+	do {
+		got = perfmap__read_more(jp->map, jp->map_fd, &jp->map_off, POLL_BYTES);
+		if (got == -ESTALE) {
+			/* written again from the start: its code is new, the old lines were written already */
+			perfmap__free(jp->map);
+			jp->map = perfmap__new();
+			jp->map_off = 0;
+			jp->map_written = 0;
+			if (!jp->map)
+				return;
+			got = 1;
+		}
+	} while (to_end && got > 0);
+	if (to_end)
+		perfmap__finish(jp->map);
+	if (got < 0 && got != -ENOMEM && got != -ESTALE) {
+		warn(jr, jp, "%s: %s: reading stopped", jp->map_path, strerror((int)-got));
+		jp->map_given_up = true;
+	}
+	write_map_entries(jr, jp);
+}
+
+/* The lines of a DEBUG_INFO record in the profile's encoding (struct profile_jit). */
+static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
+		       const struct jitdump_record *r)
+{
+	struct jitdump_line ln;
+	size_t off = 0, len = 0, cap = 0;
+	const char *prev = NULL;
+	size_t prev_len = 0;
+	uint8_t *buf = NULL;
+	unsigned n = 0;
+
+	free(jp->debug);
+	jp->debug = NULL;
+	jp->debug_len = 0;
+	jp->debug_addr = r->debug.code_addr;
+	while (n++ < PROFILE_JIT_MAX_LINES && jitdump_debug__next(h, r, &off, &ln) == 1) {
+		bool same = prev && ln.file_len == prev_len && !memcmp(ln.file, prev, prev_len);
+		size_t flen = same ? 0 : ln.file_len;
+		uint64_t vals[3] = { ln.addr - r->debug.code_addr, (uint64_t)(uint32_t)ln.line, flen };
+
+		/* out of order or before the code: the table is read in address order */
+		if (ln.addr < r->debug.code_addr || ln.line <= 0)
+			continue;
+		if (VEC_RESERVE(buf, cap, len + 30 + flen, 256) || len + 30 + flen > LINES_BYTES_MAX)
+			break;
+		for (int k = 0; k < 3; k++) {
+			uint64_t v = vals[k];
+
+			do {
+				buf[len++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+				v >>= 7;
+			} while (v);
+		}
+		memcpy(buf + len, ln.file, flen);
+		len += flen;
+		prev = ln.file;
+		prev_len = ln.file_len;
+	}
+	jp->debug = buf;
+	jp->debug_len = len;
+}
+
+static uint16_t elf_machine(enum sfu_arch arch)
+{
+	return arch == SFU_ARCH_AARCH64 ? EM_AARCH64 : EM_X86_64;
+}
+
+/* Code at [@start, @start + @len) unwound by @table from now on (taken, even on failure). */
+static bool add_table(struct jit_recorder *jr, struct jproc *jp, uint64_t start, uint64_t len,
+		      struct sfu_sframe *table)
+{
+	struct sfu_segment seg = { .vaddr = start, .memsz = len, .offset = 0, .filesz = len,
+				   .flags = PF_R | PF_X };
+	struct sfu_module *m;
+	int err;
+
+	if (!jp->as) {
+		sfu_sframe__free(table);
+		return false;
+	}
+	m = sfu_module__new(JIT_MODULE_NAME, NULL, elf_machine(jr->arch), &seg, 1, table);
+	if (!m)
+		return false;
+	err = sfu_addrspace__add(jp->as, start, start + len, 0, PROT_READ | PROT_EXEC, NULL, m);
+	sfu_module__put(m);
+	return !err;
+}
+
+/* A code load's unwinding information made into rows for its code. */
+static void eh_table(struct jit_recorder *jr, struct jproc *jp, uint64_t code_addr,
+		     uint64_t code_size)
+{
+	size_t eh_len = jp->eh_size - jp->eh_hdr_size;
+	struct sfu_eh_frame in = {
+		.data = jp->eh, .size = eh_len,
+		.addr = jitdump_eh_frame_addr(code_addr, code_size),
+		.hdr = jp->eh_hdr_size ? jp->eh + eh_len : NULL, .hdr_size = jp->eh_hdr_size,
+		.hdr_addr = jitdump_eh_frame_hdr_addr(code_addr, code_size, eh_len),
+		.machine = elf_machine(jr->arch),
+	};
+	struct sfu_sframe *t;
+
+	if (!eh_len || !code_size)
+		return;
+	t = sfu_sframe__from_eh_frame(&in, NULL, NULL);
+	if (t && add_table(jr, jp, code_addr, code_size, t)) {
+		jr->stats.eh_tables++;
+		hmap__set_u64(jp->tried, code_addr, 1);
+	}
+}
+
+static void keep_code(struct jit_recorder *jr, struct jproc *jp, const struct profile_jit *j,
+		      uint64_t index)
+{
+	struct code *c;
+
+	if (jp->ncode >= CODE_MAX) {
+		if (!jp->code_full)
+			warn(jr, jp, "%s: more than %u pieces of code: the next window names only the newest",
+			     jp->dump_name, CODE_MAX);
+		jp->code_full = true;
+		return;
+	}
+	if (VEC_RESERVE(jp->code, jp->code_cap, jp->ncode + 1, 64))
+		return;
+	c = &jp->code[jp->ncode];
+	*c = (struct code){ j->start, j->end, j->time_ns, index, j->flags,
+			    strdup(j->name), NULL, 0 };
+	if (!c->name)
+		return;
+	if (j->lines_len && (c->lines = malloc(j->lines_len))) {
+		memcpy(c->lines, j->lines, j->lines_len);
+		c->lines_len = j->lines_len;
+	}
+	jp->ncode++;
+}
+
+static struct code *code_by_index(struct jproc *jp, uint64_t index)
+{
+	for (size_t i = jp->ncode; i-- > 0;)
+		if (jp->code[i].index == index && !(jp->code[i].flags & PROFILE_JIT_F_UNLOAD))
+			return &jp->code[i];
+	return NULL;
+}
+
+struct dump_ctx {
+	struct jit_recorder *jr;
+	struct jproc *jp;
+};
+
+static int on_dump_record(void *ctx, const struct jitdump_header *h, const struct jitdump_record *r)
+{
+	struct dump_ctx *dc = ctx;
+	struct jit_recorder *jr = dc->jr;
+	struct jproc *jp = dc->jp;
+	uint64_t t = jp->dump_arch_time ? jp->now : r->timestamp;
+	uint32_t flags = jp->dump_arch_time ? PROFILE_JIT_F_MAP : 0;
+
+	switch (r->id) {
+	case JITDUMP_CODE_UNWINDING_INFO:
+		free(jp->eh);
+		jp->eh = NULL;
+		jp->eh_size = jp->eh_hdr_size = 0;
+		if (r->unwind.eh_frame_size + r->unwind.eh_frame_hdr_size <= EH_MAX &&
+		    (jp->eh = malloc(r->unwind.eh_frame_size + r->unwind.eh_frame_hdr_size + 1))) {
+			memcpy(jp->eh, r->unwind.eh_frame, r->unwind.eh_frame_size);
+			memcpy(jp->eh + r->unwind.eh_frame_size, r->unwind.eh_frame_hdr,
+			       r->unwind.eh_frame_hdr_size);
+			jp->eh_size = r->unwind.eh_frame_size + r->unwind.eh_frame_hdr_size;
+			jp->eh_hdr_size = r->unwind.eh_frame_hdr_size;
+		}
+		break;
+	case JITDUMP_CODE_DEBUG_INFO:
+		keep_debug(jp, h, r);
+		break;
+	case JITDUMP_CODE_LOAD: {
+		char name[JITDUMP_NAME_MAX + 1];
+		struct profile_jit j = {
+			.time_ns = t > INT64_MAX ? INT64_MAX : t, .pid = jp->pid,
+			.start = r->load.code_addr, .end = r->load.code_addr + r->load.code_size,
+			.flags = flags, .name = name, .source = jp->dump_name,
+		};
+
+		/* code of no size, or past the end of the address space, names nothing */
+		if (j.end <= j.start)
+			break;
+		memcpy(name, r->load.name, r->load.name_len);
+		name[r->load.name_len] = '\0';
+		if (jp->debug && jp->debug_addr == r->load.code_addr) {
+			j.lines = jp->debug;
+			j.lines_len = jp->debug_len;
+		}
+		record(jr, &j);
+		keep_code(jr, jp, &j, r->load.code_index);
+		if (jp->eh)
+			eh_table(jr, jp, r->load.code_addr, r->load.code_size);
+		free(jp->eh);
+		jp->eh = NULL;
+		free(jp->debug);
+		jp->debug = NULL;
+		break;
+	}
+	case JITDUMP_CODE_MOVE: {
+		struct code *c = code_by_index(jp, r->move.code_index);
+		struct profile_jit gone = {
+			.time_ns = t > INT64_MAX ? INT64_MAX : t, .pid = jp->pid,
+			.start = r->move.old_code_addr,
+			.end = r->move.old_code_addr + r->move.code_size,
+			.flags = flags | PROFILE_JIT_F_UNLOAD, .name = "", .source = jp->dump_name,
+		};
+		struct profile_jit moved = gone;
+
+		if (!c || gone.end <= gone.start)
+			break;
+		moved.start = r->move.new_code_addr;
+		moved.end = r->move.new_code_addr + r->move.code_size;
+		moved.flags = flags;
+		moved.name = c->name;
+		if (moved.end <= moved.start)
+			break;
+		record(jr, &gone);
+		record(jr, &moved);
+		c->flags |= PROFILE_JIT_F_UNLOAD;
+		keep_code(jr, jp, &moved, r->move.code_index);
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Open the jitdump the process mapped (the mapped file itself) and check who wrote it. */
+static void open_dump(struct jit_recorder *jr, struct jproc *jp)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, jp->pid,
+		 jp->dump_start, jp->dump_end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		/* unmapped since: its path in the process's root, no link followed */
+		struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+						   RESOLVE_NO_MAGICLINKS };
+
+		if (jp->root_fd >= 0)
+			fd = (int)syscall(SYS_openat2, jp->root_fd, jp->dump_name, &how, sizeof(how));
+	}
+	if (fd < 0) {
+		if (!jp->exited)
+			warn(jr, jp, "%s: %s: its JIT code is not named", jp->dump_name,
+			     strerror(errno));
+		jp->dump_given_up = true;
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (st.st_uid && st.st_uid != jp->uid && st.st_uid != jp->euid)) {
+		warn(jr, jp, "%s: %s: not read", jp->dump_name,
+		     !S_ISREG(st.st_mode) ? "not a regular file" : "owned by another user than the process's");
+		close(fd);
+		jp->dump_given_up = true;
+		return;
+	}
+	jp->dump = jitdump_file__new(fd);
+	if (!jp->dump) {
+		close(fd);
+		return;
+	}
+	jr->stats.dumps++;
+}
+
+static void poll_dump(struct jit_recorder *jr, struct jproc *jp, bool to_end)
+{
+	struct dump_ctx dc = { jr, jp };
+	int got;
+
+	if (!jp->dump_name || jp->dump_given_up)
+		return;
+	if (!jp->dump)
+		open_dump(jr, jp);
+	if (!jp->dump)
+		return;
+	do {
+		const struct jitdump_header *h;
+
+		got = jitdump_file__poll(jp->dump, POLL_BYTES, on_dump_record, &dc);
+		h = jitdump_file__header(jp->dump);
+		if (h)
+			jp->dump_arch_time = h->flags & JITDUMP_FLAGS_ARCH_TIMESTAMP;
+	} while (to_end && got > 0);
+	if (got < 0) {
+		warn(jr, jp, "%s: %s: reading stopped there", jp->dump_name,
+		     jitdump_file__error(jp->dump));
+		jp->dump_given_up = true;
+		jitdump_file__free(jp->dump);
+		jp->dump = NULL;
+	}
+}
+
+/* Write again what an earlier file was told: the next window is a whole profile. */
+static void rewrite(struct jit_recorder *jr, struct jproc *jp)
+{
+	if (jp->map)
+		write_map_entries(jr, jp);
+	for (; jp->code_written < jp->ncode; jp->code_written++) {
+		const struct code *c = &jp->code[jp->code_written];
+		struct profile_jit j = {
+			.time_ns = c->time, .pid = jp->pid, .start = c->start, .end = c->end,
+			.flags = c->flags, .name = c->name, .source = jp->dump_name,
+			.lines = c->lines, .lines_len = c->lines_len,
+		};
+
+		if (!(c->flags & PROFILE_JIT_F_UNLOAD))
+			record(jr, &j);
+	}
+}
+
+static void catch_up(struct jit_recorder *jr, struct jproc *jp, bool to_end)
+{
+	jp->last_poll = jp->now;
+	rewrite(jr, jp);
+	poll_map(jr, jp, to_end);
+	poll_dump(jr, jp, to_end);
+	jp->code_written = jp->ncode;
+}
+
+/* --- rows for code that came with none --- */
+
+/* The code of the perf map's line or the jitdump's load holding @pc: [*start, *start + *len). */
+static bool find_code(struct jproc *jp, uint64_t pc, uint64_t *start, uint64_t *len)
+{
+	const struct perfmap_entry *e = jp->map ? perfmap__find(jp->map, pc) : NULL;
+
+	/* the newest code first; a dump's code is looked for among its last loads */
+	for (size_t i = jp->ncode, n = 0; i-- > 0 && n < 4096; n++) {
+		const struct code *c = &jp->code[i];
+
+		if (pc >= c->start && pc < c->end && !(c->flags & PROFILE_JIT_F_UNLOAD)) {
+			*start = c->start;
+			*len = c->end - c->start;
+			return true;
+		}
+	}
+	if (!e)
+		return false;
+	*start = e->start;
+	*len = e->size;
+	return true;
+}
+
+/* Rows for the code at @pc by reading its instructions from the process. @return whether added. */
+static bool code_table(struct jit_recorder *jr, struct jproc *jp, uint64_t pc)
+{
+	uint8_t buf[CODE_READ_MAX];
+	struct sfu_code_stats st;
+	struct sfu_sframe *t;
+	uint64_t start, len;
+	struct iovec local, remote;
+	ssize_t got;
+
+	uint64_t *seen;
+
+	if (!find_code(jp, pc, &start, &len) || !hmap__find_u64(jp->tried, start, &seen))
+		return false;
+	if (hmap__set_u64(jp->tried, start, 1))
+		return false;
+	if (len > CODE_READ_MAX)
+		len = CODE_READ_MAX;
+	local = (struct iovec){ buf, len };
+	remote = (struct iovec){ (void *)(uintptr_t)start, len };
+	got = process_vm_readv(jp->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0)
+		return false;
+	t = sfu_sframe__from_code(buf, (size_t)got, start, jr->arch, &st, NULL);
+	if (!t) {
+		jr->stats.code_refused++;
+		return false;
+	}
+	if (!add_table(jr, jp, start, (uint64_t)got, t))
+		return false;
+	jr->stats.code_tables++;
+	return true;
+}
+
+static void sweep(struct jit_recorder *jr, uint64_t time)
+{
+	struct jproc **gone = NULL;
+	size_t ngone = 0, cap = 0, pos = 0;
+	struct hmap_item it;
+
+	if (time - jr->last_sweep < 1000000000ull)
+		return;
+	jr->last_sweep = time;
+	while (!hmap__next(jr->procs, &pos, &it)) {
+		struct jproc *jp = (struct jproc *)(uintptr_t)it.val;
+
+		if (jp->exited && time - jp->exit_time > EXITED_KEEP_NS &&
+		    !VEC_RESERVE(gone, cap, ngone + 1, 16))
+			gone[ngone++] = jp;
+	}
+	for (size_t i = 0; i < ngone; i++)
+		forget(jr, gone[i]);
+	free(gone);
+}
+
+size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *pr, uint64_t time,
+			    const uint64_t *pcs, size_t npcs)
+{
+	struct jproc *jp = get(jr, pr->pid);
+	bool need = false;
+	size_t added = 0;
+
+	if (!jp && !npcs)
+		return 0;
+	if (!jp && !(jp = get_or_new(jr, pr->pid)))
+		return 0;
+	jp->as = pr->as;
+	jp->now = time;
+	if (!jp->owned) {
+		jp->owned = true;
+		learn(jp, pr);
+	}
+	if (npcs && !jp->exited)
+		hold_root(jr, jp);
+	for (size_t i = 0; i < npcs; i++) {
+		uint64_t s, l;
+
+		if (!find_code(jp, pcs[i], &s, &l))
+			need = true;
+	}
+	if (time - jp->last_poll >= (need ? POLL_NEED_NS : POLL_IDLE_NS) || time < jp->last_poll)
+		catch_up(jr, jp, false);
+	for (size_t i = 0; i < npcs; i++)
+		added += code_table(jr, jp, pcs[i]);
+	jp->as = NULL;
+	return added;
+}
+
+void jit_recorder__exit(struct jit_recorder *jr, uint32_t pid, uint64_t time)
+{
+	struct jproc *jp = get(jr, pid);
+
+	sweep(jr, time);
+	if (!jp || jp->exited)
+		return;
+	jp->now = time;
+	if (jp->owned)
+		catch_up(jr, jp, true);
+	jp->exited = true;
+	jp->exit_time = time;
+	close_files(jr, jp);
+}
+
+void jit_recorder__flush(struct jit_recorder *jr, uint64_t time)
+{
+	struct hmap_item it;
+	size_t pos = 0;
+
+	while (!hmap__next(jr->procs, &pos, &it)) {
+		struct jproc *jp = (struct jproc *)(uintptr_t)it.val;
+
+		if (!jp->owned || jp->exited)
+			continue;
+		jp->now = time;
+		catch_up(jr, jp, true);
+	}
+}
+
+void jit_recorder__forget_written(struct jit_recorder *jr)
+{
+	struct hmap_item it;
+	size_t pos = 0;
+
+	while (!hmap__next(jr->procs, &pos, &it)) {
+		struct jproc *jp = (struct jproc *)(uintptr_t)it.val;
+
+		jp->map_written = 0;
+		jp->code_written = 0;
+	}
+}
