@@ -13,18 +13,22 @@
 
 /* The largest stack height (CFA - SP or CFA - FP) followed: JIT stubs keep small frames. */
 #define FRAME_MAX	(64 * 1024)
-#define SLOT		8	/* a pushed register, the return address */
+#define SLOT		8	/* a pushed register, a saved FP or return address */
 #define SP_UNKNOWN	(-1)
 
 /*
  * The frame before one instruction, as distances below the CFA. A frame
  * pointer is set up when FP points into this frame; the caller's FP is then
- * saved, since FP no longer holds it.
+ * saved, since FP no longer holds it. Every field is an int32_t, so that
+ * memcmp() compares frames.
  */
 struct frame {
 	int32_t sp;		/* CFA - SP; SP_UNKNOWN only while a frame pointer is set up */
 	int32_t fp;		/* CFA - FP while the frame pointer is set up, else 0 */
 	int32_t fp_saved;	/* the caller's FP is at CFA - fp_saved; 0 while FP holds it */
+	int32_t ra_saved;	/* the return address is at CFA - ra_saved (x86-64: always 8);
+				   0 while the link register holds it (AArch64) */
+	int32_t ra_signed;	/* AArch64: the return address carries a PAC */
 };
 
 /* What one byte of the code is to the walk. */
@@ -45,10 +49,27 @@ struct flow {
 	struct frame out;
 	bool next;		/* falls through to the following instruction */
 	bool jump;		/* goes to target (too) */
+	bool call;		/* a call: falling off the end after it is a call that does not return */
 	uint64_t target;
 };
 
+struct walk;
+
+/* What differs between architectures. */
+struct arch {
+	const char *name;
+	cs_arch cs_arch;
+	cs_mode cs_mode;
+	uint8_t abi;		/* enum sfu_sframe_abi */
+	int8_t cfa_fixed_ra_offset;
+	int32_t sp_align;	/* what the ABI keeps the SP a multiple of */
+	struct frame entry;	/* at the function's first instruction */
+	/* the instruction just decoded: where it goes, and the frame after it */
+	int (*step)(struct walk *w, const struct frame *in, struct flow *fl);
+};
+
 struct walk {
+	const struct arch *arch;
 	const uint8_t *code;
 	size_t len;
 	uint64_t addr;
@@ -58,6 +79,7 @@ struct walk {
 	uint32_t *todo;		/* reached instructions not decoded yet: one entry per offset at most */
 	size_t num_todo;
 	uint32_t insns;
+	int pauth_key;		/* AArch64: -1 until a PAC instruction, then 0 (key A) or 1 (key B) */
 	char why[160];
 };
 
@@ -76,50 +98,12 @@ static int fail(struct walk *w, uint64_t at, const char *fmt, ...)
 	return -ENOENT;
 }
 
-/* ---- x86-64 ---- */
-
-static bool x86_is_sp(unsigned reg)
-{
-	return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
-}
-
-static bool x86_is_fp(unsigned reg)
-{
-	return reg == X86_REG_RBP || reg == X86_REG_EBP || reg == X86_REG_BP || reg == X86_REG_BPL;
-}
-
 static bool has_group(const cs_insn *insn, uint8_t group)
 {
 	for (uint8_t i = 0; i < insn->detail->groups_count; i++)
 		if (insn->detail->groups[i] == group)
 			return true;
 	return false;
-}
-
-/* The one operand of @insn that is exactly the 64-bit register @reg, as operand @i. */
-static bool x86_op_is(const cs_x86 *x, unsigned i, unsigned reg)
-{
-	return i < x->op_count && x->operands[i].type == X86_OP_REG && x->operands[i].reg == reg;
-}
-
-static bool x86_op_imm(const cs_x86 *x, unsigned i, int64_t *imm)
-{
-	if (i >= x->op_count || x->operands[i].type != X86_OP_IMM)
-		return false;
-	*imm = x->operands[i].imm;
-	return true;
-}
-
-/* A memory operand [reg + disp]: no index, no segment. */
-static bool x86_op_base_disp(const cs_x86 *x, unsigned i, unsigned reg, int64_t *disp)
-{
-	const cs_x86_op *op = &x->operands[i];
-
-	if (i >= x->op_count || op->type != X86_OP_MEM || op->mem.base != reg ||
-	    op->mem.index != X86_REG_INVALID || op->mem.segment != X86_REG_INVALID)
-		return false;
-	*disp = op->mem.disp;
-	return true;
 }
 
 /* A distance below the CFA; out of range, one check_frame() refuses. */
@@ -158,6 +142,70 @@ static int fp_lost(struct walk *w, struct frame *f)
 	return 0;
 }
 
+/* The link register is overwritten (AArch64). */
+static int ra_lost(struct walk *w, const struct frame *f)
+{
+	if (!f->ra_saved)
+		return fail(w, w->insn->address, "%s %s overwrites the return address in the link register",
+			    w->insn->mnemonic, w->insn->op_str);
+	return 0;
+}
+
+/*
+ * A store to [CFA - @at, CFA - @at + @size): the return address and the
+ * saved frame pointer must stay where the rows say they are.
+ */
+static int check_store(struct walk *w, const struct frame *f, int64_t at, int64_t size)
+{
+	int64_t lo = -at, hi = -at + size;
+
+	if (f->ra_saved && lo < -f->ra_saved + SLOT && hi > -f->ra_saved)
+		return fail(w, w->insn->address, "%s %s overwrites the return address",
+			    w->insn->mnemonic, w->insn->op_str);
+	if (f->fp_saved && lo < -f->fp_saved + SLOT && hi > -f->fp_saved)
+		return fail(w, w->insn->address, "%s %s overwrites the saved frame pointer",
+			    w->insn->mnemonic, w->insn->op_str);
+	return 0;
+}
+
+/* ---- x86-64 ---- */
+
+static bool x86_is_sp(unsigned reg)
+{
+	return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
+}
+
+static bool x86_is_fp(unsigned reg)
+{
+	return reg == X86_REG_RBP || reg == X86_REG_EBP || reg == X86_REG_BP || reg == X86_REG_BPL;
+}
+
+/* Is operand @i exactly the 64-bit register @reg? */
+static bool x86_op_is(const cs_x86 *x, unsigned i, unsigned reg)
+{
+	return i < x->op_count && x->operands[i].type == X86_OP_REG && x->operands[i].reg == reg;
+}
+
+static bool x86_op_imm(const cs_x86 *x, unsigned i, int64_t *imm)
+{
+	if (i >= x->op_count || x->operands[i].type != X86_OP_IMM)
+		return false;
+	*imm = x->operands[i].imm;
+	return true;
+}
+
+/* A memory operand [reg + disp]: no index, no segment. */
+static bool x86_op_base_disp(const cs_x86 *x, unsigned i, unsigned reg, int64_t *disp)
+{
+	const cs_x86_op *op = &x->operands[i];
+
+	if (i >= x->op_count || op->type != X86_OP_MEM || op->mem.base != reg ||
+	    op->mem.index != X86_REG_INVALID || op->mem.segment != X86_REG_INVALID)
+		return false;
+	*disp = op->mem.disp;
+	return true;
+}
+
 /* `pop %rbp` (also the second half of leave), with @f->sp the slot it loads. */
 static int pop_fp(struct walk *w, struct frame *f)
 {
@@ -174,30 +222,15 @@ static int pop_fp(struct walk *w, struct frame *f)
 	return 0;
 }
 
-/*
- * A store the instruction makes through an operand [SP + disp] or [FP +
- * disp]: the return address and the saved frame pointer must stay where the
- * rows say they are. Stores through other registers cannot be placed.
- */
+/* A store through [SP + disp] or [FP + disp]; those through other registers cannot be placed. */
 static int x86_check_store(struct walk *w, const struct frame *f, const cs_x86_op *op)
 {
-	int64_t at, end;
-
 	if (op->mem.index != X86_REG_INVALID || op->mem.segment != X86_REG_INVALID)
 		return 0;
 	if (op->mem.base == X86_REG_RSP && f->sp != SP_UNKNOWN)
-		at = op->mem.disp - f->sp;
-	else if (op->mem.base == X86_REG_RBP && f->fp)
-		at = op->mem.disp - f->fp;
-	else
-		return 0;
-	end = at + (op->size ? op->size : SLOT);
-	if (at < 0 && end > -SLOT)
-		return fail(w, w->insn->address, "%s %s overwrites the return address",
-			    w->insn->mnemonic, w->insn->op_str);
-	if (f->fp_saved && at < -f->fp_saved + SLOT && end > -f->fp_saved)
-		return fail(w, w->insn->address, "%s %s overwrites the saved frame pointer",
-			    w->insn->mnemonic, w->insn->op_str);
+		return check_store(w, f, f->sp - op->mem.disp, op->size ? op->size : SLOT);
+	if (op->mem.base == X86_REG_RBP && f->fp)
+		return check_store(w, f, f->fp - op->mem.disp, op->size ? op->size : SLOT);
 	return 0;
 }
 
@@ -220,12 +253,13 @@ static int x86_other(struct walk *w, struct frame *f)
 	for (uint8_t i = 0; i < x->op_count; i++) {
 		const cs_x86_op *op = &x->operands[i];
 
-		/* a register operand of unknown access counts as written */
+		/* an operand of unknown access counts as written */
 		if (op->type == X86_OP_REG && (op->access & CS_AC_WRITE || !op->access)) {
 			sp_written |= x86_is_sp(op->reg);
 			fp_written |= x86_is_fp(op->reg);
 		}
-		if (op->type == X86_OP_MEM && (op->access & CS_AC_WRITE) && x86_check_store(w, f, op))
+		if (op->type == X86_OP_MEM && (op->access & CS_AC_WRITE || !op->access) &&
+		    x86_check_store(w, f, op))
 			return -ENOENT;
 	}
 	if (sp_written && sp_lost(w, f))
@@ -340,6 +374,7 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 		/* a call into the function's own body (not its entry) would not return here as a call */
 		if (x86_op_imm(x, 0, &imm) && (uint64_t)imm > w->addr && (uint64_t)imm - w->addr < w->len)
 			return fail(w, insn->address, "call into the function's own body");
+		fl->call = true;
 		return 0;
 	case X86_INS_RET:
 		if (in->sp != SLOT)
@@ -385,7 +420,424 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 	return x86_other(w, f);
 }
 
-/* The frame after an instruction: one the rows can state, the stack as a System V function keeps it. */
+/* ---- AArch64 ---- */
+
+#define A64_RA_SIGNED_A	1
+#define A64_RA_SIGNED_B	2
+
+static bool a64_is_sp(unsigned reg)
+{
+	return reg == ARM64_REG_SP || reg == ARM64_REG_WSP;
+}
+
+static bool a64_is_fp(unsigned reg)
+{
+	return reg == ARM64_REG_X29 || reg == ARM64_REG_W29;
+}
+
+static bool a64_is_lr(unsigned reg)
+{
+	return reg == ARM64_REG_X30 || reg == ARM64_REG_W30;
+}
+
+/* Bytes register @reg moves to or from memory; 0 for a register that is not a data register. */
+static int a64_reg_size(unsigned reg)
+{
+	if ((reg >= ARM64_REG_X0 && reg <= ARM64_REG_X28) || reg == ARM64_REG_X29 ||
+	    reg == ARM64_REG_X30 || reg == ARM64_REG_XZR)
+		return 8;
+	if ((reg >= ARM64_REG_W0 && reg <= ARM64_REG_W30) || reg == ARM64_REG_WZR)
+		return 4;
+	if (reg >= ARM64_REG_B0 && reg <= ARM64_REG_B31)
+		return 1;
+	if (reg >= ARM64_REG_H0 && reg <= ARM64_REG_H31)
+		return 2;
+	if (reg >= ARM64_REG_S0 && reg <= ARM64_REG_S31)
+		return 4;
+	if (reg >= ARM64_REG_D0 && reg <= ARM64_REG_D31)
+		return 8;
+	if (reg >= ARM64_REG_Q0 && reg <= ARM64_REG_Q31)
+		return 16;
+	return 0;
+}
+
+static bool a64_op_reg(const cs_arm64 *a, unsigned i, unsigned reg)
+{
+	return i < a->op_count && a->operands[i].type == ARM64_OP_REG && a->operands[i].reg == reg;
+}
+
+/* An immediate operand, with its `lsl #n` applied; false for another shift. */
+static bool a64_op_imm(const cs_arm64 *a, unsigned i, int64_t *imm)
+{
+	const cs_arm64_op *op = &a->operands[i];
+
+	if (i >= a->op_count || op->type != ARM64_OP_IMM)
+		return false;
+	if (op->shift.type == ARM64_SFT_INVALID) {
+		*imm = op->imm;
+		return true;
+	}
+	if (op->shift.type != ARM64_SFT_LSL || op->shift.value > 12)
+		return false;
+	*imm = op->imm * ((int64_t)1 << op->shift.value);
+	return true;
+}
+
+/*
+ * The register or the pair a load or store moves, with [sp, #imm]{!} or
+ * [sp], #imm: ldr, str, ldur, stur, ldp, stp of data registers. The first
+ * register goes to or comes from CFA - *at, the second 8 or 4 bytes above.
+ * Returns false for any other shape (other bases, register offsets).
+ */
+struct a64_transfer {
+	unsigned regs[2];
+	unsigned num_regs;
+	int size;		/* of each register */
+	int64_t at;		/* height of the first register's slot */
+	int64_t sp_after;	/* the SP's height after writeback */
+};
+
+static bool a64_transfer(const cs_insn *insn, const struct frame *f, struct a64_transfer *t)
+{
+	const cs_arm64 *a = &insn->detail->arm64;
+	const cs_arm64_op *mem;
+	unsigned m;
+	int64_t post = 0;
+	bool has_post;
+
+	switch (insn->id) {
+	case ARM64_INS_LDR:
+	case ARM64_INS_STR:
+	case ARM64_INS_LDUR:
+	case ARM64_INS_STUR:
+		t->num_regs = 1;
+		break;
+	case ARM64_INS_LDP:
+	case ARM64_INS_STP:
+		t->num_regs = 2;
+		break;
+	default:
+		return false;
+	}
+	m = t->num_regs;
+	if (a->op_count < m + 1 || a->op_count > m + 2)
+		return false;
+	mem = &a->operands[m];
+	has_post = a->op_count == m + 2;
+	if (mem->type != ARM64_OP_MEM || mem->mem.base != ARM64_REG_SP ||
+	    mem->mem.index != ARM64_REG_INVALID || (has_post && !a64_op_imm(a, m + 1, &post)) ||
+	    (has_post && (!a->writeback || mem->mem.disp)))
+		return false;
+	for (unsigned k = 0; k < t->num_regs; k++) {
+		if (a->operands[k].type != ARM64_OP_REG)
+			return false;
+		t->regs[k] = a->operands[k].reg;
+		t->size = a64_reg_size(t->regs[k]);
+		if (!t->size)
+			return false;
+	}
+	if (f->sp == SP_UNKNOWN) {
+		t->at = t->sp_after = SP_UNKNOWN;
+		return true;
+	}
+	/* pre-index and offset forms address SP + disp; post-index SP, then adds */
+	t->at = (int64_t)f->sp - mem->mem.disp;
+	t->sp_after = !a->writeback ? f->sp : has_post ? (int64_t)f->sp - post : t->at;
+	return true;
+}
+
+static bool a64_is_store(unsigned id)
+{
+	return id == ARM64_INS_STR || id == ARM64_INS_STUR || id == ARM64_INS_STP;
+}
+
+/* A load or store of a64_transfer() shape: saves and restores of FP and LR. */
+static int a64_load_store(struct walk *w, const struct a64_transfer *t, struct frame *f)
+{
+	const cs_insn *insn = w->insn;
+	bool store = a64_is_store(insn->id);
+
+	for (unsigned k = 0; k < t->num_regs; k++) {
+		unsigned reg = t->regs[k];
+		int64_t at = t->at - (int64_t)k * t->size;
+		bool saves_fp = store && reg == ARM64_REG_X29 && !f->fp_saved;
+		bool saves_lr = store && reg == ARM64_REG_X30 && !f->ra_saved;
+
+		if (t->at == SP_UNKNOWN) {
+			/* a slot under an unknown SP: neither a save nor a restore can be placed */
+			if ((store && (saves_fp || saves_lr)) || (!store && (a64_is_fp(reg) || a64_is_lr(reg))))
+				return fail(w, insn->address, "%s %s with the stack height unknown",
+					    insn->mnemonic, insn->op_str);
+			continue;
+		}
+		if (store && (saves_fp || saves_lr)) {
+			/* a slot inside the frame, below the CFA and at or above the SP */
+			if (at < SLOT || at > t->sp_after || check_store(w, f, at, SLOT))
+				return fail(w, insn->address, "%s %s saves %s outside the frame",
+					    insn->mnemonic, insn->op_str, saves_fp ? "x29" : "x30");
+			if (saves_fp)
+				f->fp_saved = (int32_t)at;
+			else
+				f->ra_saved = (int32_t)at;
+			continue;
+		}
+		if (store) {
+			if (check_store(w, f, at, t->size))
+				return -ENOENT;
+			continue;
+		}
+		if (reg == ARM64_REG_X29 && f->fp_saved && at == f->fp_saved) {
+			f->fp_saved = 0;
+			f->fp = 0;
+		} else if (reg == ARM64_REG_X30 && f->ra_saved && at == f->ra_saved) {
+			/* the value saved, signed or not */
+			f->ra_saved = 0;
+		} else if (a64_is_fp(reg) && fp_lost(w, f)) {
+			return -ENOENT;
+		} else if (a64_is_lr(reg) && ra_lost(w, f)) {
+			return -ENOENT;
+		}
+	}
+	if (t->sp_after != SP_UNKNOWN)
+		f->sp = height(t->sp_after);
+	return 0;
+}
+
+/*
+ * PAC instructions on the link register (hint space): paci[ab]sp and
+ * paci[ab]z sign it, auti[ab]sp, auti[ab]z and xpaclri leave it plain.
+ */
+static int a64_hint(struct walk *w, int64_t hint, struct frame *f)
+{
+	int key;
+
+	switch (hint) {
+	case 24: case 25:	/* paciaz, paciasp */
+	case 26: case 27:	/* pacibz, pacibsp */
+		key = hint >= 26;
+		if (w->pauth_key >= 0 && w->pauth_key != key)
+			return fail(w, w->insn->address, "return addresses signed with both keys");
+		w->pauth_key = key;
+		f->ra_signed = 1;
+		break;
+	case 28: case 29: case 30: case 31:	/* auti[ab]z, auti[ab]sp */
+	case 7:					/* xpaclri */
+		f->ra_signed = 0;
+		break;
+	default:
+		return 0;
+	}
+	if (f->ra_saved)
+		return fail(w, w->insn->address, "%s on a link register that no longer holds the return address",
+			    w->insn->mnemonic);
+	return 0;
+}
+
+/* What an instruction without a stack role writes: capstone's register lists and operands. */
+static int a64_other(struct walk *w, struct frame *f)
+{
+	const cs_insn *insn = w->insn;
+	const cs_arm64 *a = &insn->detail->arm64;
+	bool sp_written = false, fp_written = false, lr_written = false;
+	cs_regs rd, wr;
+	uint8_t nrd, nwr;
+
+	switch (insn->id) {
+	case ARM64_INS_CMP:
+	case ARM64_INS_CMN:
+	case ARM64_INS_TST:
+	case ARM64_INS_SVC:
+		/* capstone 4 lists their first operand (cmp sp, x0) or x30 (svc) as written */
+		return 0;
+	default:
+		break;
+	}
+	if (cs_regs_access(w->cs, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return fail(w, insn->address, "%s %s: no register access information", insn->mnemonic,
+			    insn->op_str);
+	for (uint8_t i = 0; i < nwr; i++) {
+		sp_written |= a64_is_sp(wr[i]);
+		fp_written |= a64_is_fp(wr[i]);
+		lr_written |= a64_is_lr(wr[i]);
+	}
+	for (uint8_t i = 0; i < a->op_count; i++) {
+		const cs_arm64_op *op = &a->operands[i];
+
+		if (op->type == ARM64_OP_REG && (op->access & CS_AC_WRITE || !op->access)) {
+			sp_written |= a64_is_sp(op->reg);
+			fp_written |= a64_is_fp(op->reg);
+			lr_written |= a64_is_lr(op->reg);
+		}
+		/* a store (or one capstone does not say) through SP or FP: 64 bytes at most (st1 of four) */
+		if (op->type == ARM64_OP_MEM && (op->access & CS_AC_WRITE || !op->access) &&
+		    op->mem.index == ARM64_REG_INVALID) {
+			if (op->mem.base == ARM64_REG_SP && f->sp != SP_UNKNOWN &&
+			    check_store(w, f, (int64_t)f->sp - op->mem.disp, 64))
+				return -ENOENT;
+			if (op->mem.base == ARM64_REG_X29 && f->fp &&
+			    check_store(w, f, (int64_t)f->fp - op->mem.disp, 64))
+				return -ENOENT;
+		}
+	}
+	if (sp_written && sp_lost(w, f))
+		return -ENOENT;
+	if (fp_written && fp_lost(w, f))
+		return -ENOENT;
+	if (lr_written && ra_lost(w, f))
+		return -ENOENT;
+	return 0;
+}
+
+/* A branch's target: its last operand. */
+static int a64_target(struct walk *w, struct flow *fl)
+{
+	const cs_arm64 *a = &w->insn->detail->arm64;
+
+	if (!a->op_count || a->operands[a->op_count - 1].type != ARM64_OP_IMM)
+		return fail(w, w->insn->address, "%s %s: no target", w->insn->mnemonic, w->insn->op_str);
+	fl->jump = true;
+	fl->target = (uint64_t)a->operands[a->op_count - 1].imm;
+	return 0;
+}
+
+static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
+{
+	const cs_insn *insn = w->insn;
+	const cs_arm64 *a = &insn->detail->arm64;
+	struct frame *f = &fl->out;
+	struct a64_transfer t;
+	int64_t imm;
+
+	*fl = (struct flow){ .out = *in, .next = true };
+	if (a64_transfer(insn, f, &t))
+		return a64_load_store(w, &t, f);
+	switch (insn->id) {
+	case ARM64_INS_SUB:
+	case ARM64_INS_ADD:
+		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_SP) &&
+		    a->op_count == 3 && a64_op_imm(a, 2, &imm)) {
+			sp_move(f, insn->id == ARM64_INS_ADD ? imm : -imm);
+			return 0;
+		}
+		if (a64_op_reg(a, 0, ARM64_REG_X29) && a64_op_reg(a, 1, ARM64_REG_SP) &&
+		    a->op_count == 3 && a64_op_imm(a, 2, &imm) && insn->id == ARM64_INS_ADD &&
+		    f->sp != SP_UNKNOWN && f->fp_saved) {
+			/* add x29, sp, #n: a frame record at the bottom of the frame */
+			f->fp = height((int64_t)f->sp - imm);
+			if (!f->fp)
+				return fail(w, insn->address, "%s %s: a frame pointer at or above the CFA",
+					    insn->mnemonic, insn->op_str);
+			return 0;
+		}
+		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_X29) &&
+		    a->op_count == 3 && a64_op_imm(a, 2, &imm) && f->fp) {
+			f->sp = height(insn->id == ARM64_INS_ADD ? f->fp - imm : f->fp + imm);
+			return 0;
+		}
+		break;
+	case ARM64_INS_MOV:
+		if (a64_op_reg(a, 0, ARM64_REG_X29) && a64_op_reg(a, 1, ARM64_REG_SP)) {
+			if (!f->fp_saved)
+				return fp_lost(w, f);
+			if (f->sp == SP_UNKNOWN)
+				return fail(w, insn->address, "mov %s with the stack height unknown",
+					    insn->op_str);
+			f->fp = f->sp;
+			if (!f->fp)
+				return fail(w, insn->address, "mov %s: a frame pointer at the CFA",
+					    insn->op_str);
+			return 0;
+		}
+		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_X29) && f->fp) {
+			f->sp = f->fp;
+			return 0;
+		}
+		break;
+	case ARM64_INS_BL:
+	case ARM64_INS_BLR:
+		/* the call puts its own return address in x30 */
+		if (!f->ra_saved)
+			return fail(w, insn->address, "%s %s with the return address still in x30",
+				    insn->mnemonic, insn->op_str);
+		if (insn->id == ARM64_INS_BL && a->op_count == 1 && a->operands[0].type == ARM64_OP_IMM &&
+		    (uint64_t)a->operands[0].imm > w->addr && (uint64_t)a->operands[0].imm - w->addr < w->len)
+			return fail(w, insn->address, "call into the function's own body");
+		fl->call = true;
+		return 0;
+	case ARM64_INS_RET:
+		if (a->op_count && !a64_op_reg(a, 0, ARM64_REG_X30))
+			return fail(w, insn->address, "ret %s is not modelled", insn->op_str);
+		if (in->sp != 0)
+			return fail(w, insn->address, in->sp == SP_UNKNOWN ?
+				    "returns with the stack height unknown" :
+				    "returns with the stack not restored");
+		if (in->ra_saved)
+			return fail(w, insn->address, "returns with the return address not in x30");
+		if (in->ra_signed)
+			return fail(w, insn->address, "returns with a signed return address");
+		fl->next = false;
+		return 0;
+	case ARM64_INS_B:
+		/* b, b.cond (always: b.al, b.nv) */
+		if (a->cc == ARM64_CC_INVALID || a->cc == ARM64_CC_AL || a->cc == ARM64_CC_NV)
+			fl->next = false;
+		return a64_target(w, fl);
+	case ARM64_INS_CBZ:
+	case ARM64_INS_CBNZ:
+	case ARM64_INS_TBZ:
+	case ARM64_INS_TBNZ:
+		return a64_target(w, fl);
+	case ARM64_INS_BR:
+		/* leaves the function: a tail call, a jump table */
+		fl->next = false;
+		return 0;
+	case ARM64_INS_BRK:
+	case ARM64_INS_HLT:
+	case ARM64_INS_ERET:
+	case ARM64_INS_DRPS:
+		/* a trap, or undefined at EL0 */
+		fl->next = false;
+		return 0;
+	case ARM64_INS_HINT:
+		if (a->op_count == 1 && a->operands[0].type == ARM64_OP_IMM)
+			return a64_hint(w, a->operands[0].imm, f);
+		break;
+	default:
+		if (has_group(insn, CS_GRP_JUMP) || has_group(insn, CS_GRP_CALL) ||
+		    has_group(insn, CS_GRP_RET) || has_group(insn, CS_GRP_BRANCH_RELATIVE))
+			return fail(w, insn->address, "%s %s is not modelled", insn->mnemonic,
+				    insn->op_str);
+		break;
+	}
+	return a64_other(w, f);
+}
+
+/* ---- the walk ---- */
+
+static const struct arch arch_x86_64 = {
+	.name = "x86-64",
+	.cs_arch = CS_ARCH_X86,
+	.cs_mode = CS_MODE_64,
+	.abi = SFU_SFRAME_ABI_AMD64_LE,
+	.cfa_fixed_ra_offset = -SLOT,
+	.sp_align = 8,
+	/* the call pushed the return address */
+	.entry = { .sp = SLOT, .ra_saved = SLOT },
+	.step = x86_step,
+};
+
+static const struct arch arch_aarch64 = {
+	.name = "AArch64",
+	.cs_arch = CS_ARCH_ARM64,
+	.cs_mode = CS_MODE_ARM,
+	.abi = SFU_SFRAME_ABI_AARCH64_LE,
+	.sp_align = 16,
+	/* the call left the return address in x30 */
+	.entry = { .sp = 0 },
+	.step = a64_step,
+};
+
+/* The frame after an instruction: one the rows can state, the stack as the ABI keeps it. */
 static int check_frame(struct walk *w, const struct frame *f)
 {
 	uint64_t at = w->insn->address;
@@ -393,12 +845,12 @@ static int check_frame(struct walk *w, const struct frame *f)
 	if (f->sp == SP_UNKNOWN && !f->fp)
 		return fail(w, at, "no way to the CFA");
 	if (f->sp != SP_UNKNOWN) {
-		if (f->sp < SLOT)
-			return fail(w, at, "the return address is popped");
 		if (f->sp > FRAME_MAX)
 			return fail(w, at, "a frame larger than %d bytes", FRAME_MAX);
-		if (f->sp % SLOT)
-			return fail(w, at, "the stack pointer is not 8-byte aligned");
+		if (f->sp % w->arch->sp_align)
+			return fail(w, at, "the stack pointer is not %d-byte aligned", w->arch->sp_align);
+		if (f->ra_saved > f->sp)
+			return fail(w, at, "the return address is popped");
 		if (f->fp_saved > f->sp)
 			return fail(w, at, "the saved frame pointer is popped to no register");
 	}
@@ -406,8 +858,6 @@ static int check_frame(struct walk *w, const struct frame *f)
 		return fail(w, at, "a frame pointer %d bytes below the CFA", f->fp);
 	return 0;
 }
-
-/* ---- the walk ---- */
 
 /* A path reaches offset @off with frame @f. */
 static int reach(struct walk *w, uint64_t from, size_t off, const struct frame *f)
@@ -465,16 +915,15 @@ static int decode(struct walk *w, size_t off)
 
 static int walk_paths(struct walk *w)
 {
-	const struct frame entry = { .sp = SLOT };
 	struct flow fl;
 	int err;
 
-	err = reach(w, w->addr, 0, &entry);
+	err = reach(w, w->addr, 0, &w->arch->entry);
 	while (!err && w->num_todo) {
 		size_t off = w->todo[--w->num_todo];
 		uint64_t at = w->addr + off;
 
-		if ((err = decode(w, off)) || (err = x86_step(w, &w->bytes[off].in, &fl)) ||
+		if ((err = decode(w, off)) || (err = w->arch->step(w, &w->bytes[off].in, &fl)) ||
 		    (err = check_frame(w, &fl.out)))
 			break;
 		/* a target outside is a tail call, or a branch to other code: the path leaves */
@@ -485,7 +934,7 @@ static int walk_paths(struct walk *w)
 		off += w->bytes[off].len;
 		if (off < w->len)
 			err = reach(w, at, off, &fl.out);
-		else if (w->insn->id != X86_INS_CALL)
+		else if (!fl.call)
 			/* a call at the end may be to a function that does not return */
 			err = fail(w, at, "runs past the end of the code");
 	}
@@ -501,8 +950,15 @@ static void frame_row(const struct frame *f, uint32_t start, struct sfu_row *row
 	row->cfa.kind = SFU_LOC_REG_OFFSET;
 	row->cfa.reg = f->fp ? SFU_REG_FP : SFU_REG_SP;
 	row->cfa.offset = f->fp ? f->fp : f->sp;
-	row->ra.kind = SFU_LOC_AT_CFA;
-	row->ra.offset = -SLOT;
+	if (f->ra_saved) {
+		row->ra.kind = SFU_LOC_AT_CFA;
+		row->ra.offset = -f->ra_saved;
+	} else {
+		row->ra.kind = SFU_LOC_IN_REG;
+		row->ra.reg = SFU_REG_RA;
+	}
+	if (f->ra_signed)
+		row->flags |= SFU_ROW_MANGLED_RA;
 	row->fp.reg = SFU_REG_FP;
 	if (f->fp_saved) {
 		row->fp.kind = SFU_LOC_AT_CFA;
@@ -525,6 +981,14 @@ static void unreached_row(uint32_t start, struct sfu_row *row)
 	row->fp.reg = SFU_REG_FP;
 }
 
+/* Can the default FRE say @row? After a return address in the link register, not a saved FP. */
+static bool row_is_default(const struct sfu_row *row)
+{
+	if (row->flags & SFU_ROW_UNUSABLE)
+		return false;
+	return row->ra.kind != SFU_LOC_IN_REG || row->fp.kind == SFU_LOC_SAME;
+}
+
 /* Rows that say the same, wherever they start. */
 static bool same_rule(const struct sfu_row *a, const struct sfu_row *b)
 {
@@ -540,7 +1004,7 @@ static bool same_rule(const struct sfu_row *a, const struct sfu_row *b)
 static int make_rows(const struct walk *w, struct sfu_row **out, size_t *count)
 {
 	struct sfu_row *rows;
-	bool unusable = false;
+	bool flex = false;
 	size_t n = 0;
 
 	/* at most a row per instruction and one per gap after it */
@@ -556,14 +1020,14 @@ static int make_rows(const struct walk *w, struct sfu_row **out, size_t *count)
 			step = b->len;
 		} else {
 			unreached_row((uint32_t)off, &rows[n]);
-			unusable = true;
 		}
+		flex |= !row_is_default(&rows[n]);
 		if (!n || !same_rule(&rows[n - 1], &rows[n]))
 			n++;
 		off += step;
 	}
-	/* the default FRE has no unusable row: the whole function is flexible then */
-	for (size_t k = 0; unusable && k < n; k++)
+	/* a row the default FRE cannot say makes the whole function flexible */
+	for (size_t k = 0; flex && k < n; k++)
 		rows[k].flags |= SFU_ROW_FLEX;
 	*out = rows;
 	*count = n;
@@ -575,11 +1039,15 @@ static int encode(const struct walk *w, struct sfu_code_stats *stats, void **buf
 {
 	struct sfu_sframe_enc_opts opts = {
 		.version = 3,
-		.abi = SFU_SFRAME_ABI_AMD64_LE,
-		.cfa_fixed_ra_offset = -SLOT,
+		.abi = w->arch->abi,
+		.cfa_fixed_ra_offset = w->arch->cfa_fixed_ra_offset,
 		.addr = 0,
 	};
-	struct sfu_sframe_func fn = { .start = w->addr, .size = (uint32_t)w->len };
+	struct sfu_sframe_func fn = {
+		.start = w->addr,
+		.size = (uint32_t)w->len,
+		.pauth_key = w->pauth_key > 0,
+	};
 	struct sfu_row *rows;
 	size_t n;
 	int err;
@@ -600,17 +1068,17 @@ static int analyse(struct walk *w, struct sfu_code_stats *stats, void **buf, siz
 {
 	int err;
 
-	switch (cs_open(CS_ARCH_X86, CS_MODE_64, &w->cs)) {
+	switch (cs_open(w->arch->cs_arch, w->arch->cs_mode, &w->cs)) {
 	case CS_ERR_OK:
 		break;
 	case CS_ERR_MEM:
 		return diag_set(diag, -ENOMEM, "out of memory");
 	default:
-		return diag_set(diag, -ENOTSUP, "capstone cannot decode x86-64");
+		return diag_set(diag, -ENOTSUP, "capstone cannot decode %s", w->arch->name);
 	}
 	if (cs_option(w->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
 	    !(w->insn = cs_malloc(w->cs))) {
-		err = diag_set(diag, -ENOMEM, "cannot set up the x86-64 disassembler");
+		err = diag_set(diag, -ENOMEM, "cannot set up the %s disassembler", w->arch->name);
 		goto out;
 	}
 	w->bytes = calloc(w->len, sizeof(*w->bytes));
@@ -641,7 +1109,7 @@ struct sfu_sframe *sfu_sframe__from_code(const void *code, size_t len, uint64_t 
 					 struct sfu_diag *diag)
 {
 	struct sfu_code_stats local;
-	struct walk w = { .code = code, .len = len, .addr = addr };
+	struct walk w = { .code = code, .len = len, .addr = addr, .pauth_key = -1 };
 	size_t size = 0;
 	void *buf = NULL;
 	int err;
@@ -649,7 +1117,11 @@ struct sfu_sframe *sfu_sframe__from_code(const void *code, size_t len, uint64_t 
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
-	if (arch != SFU_ARCH_X86_64) {
+	if (arch == SFU_ARCH_X86_64) {
+		w.arch = &arch_x86_64;
+	} else if (arch == SFU_ARCH_AARCH64) {
+		w.arch = &arch_aarch64;
+	} else {
 		err = diag_set(diag, -ENOTSUP, "machine code of architecture %d is not analysed", arch);
 		goto fail;
 	}

@@ -2,6 +2,7 @@
 /* Fuzz target: rows for machine code read instruction by instruction, then every byte looked up. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +13,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /*
- * The input is the code itself, said to run at CODE_ADDR: an x86-64
- * function's bytes, its entry first.
+ * Input layout:
+ *   0  1  bit 0: AArch64, else x86-64
+ *   1  ..  the function's code, its entry first, said to run at CODE_ADDR
  */
+#define HEADER 1
 #define CODE_ADDR 0x7f0000001000ull
 
-/* What an SP-based CFA may be: the return address's slot at least, 8-aligned, a frame of at most 64 KiB. */
+/* Frames are at most 64 KiB; x86-64 keeps the SP 8-aligned, AArch64 16-aligned. */
 #define FRAME_MAX (64 * 1024)
 
 __attribute__((noreturn, format(printf, 1, 2)))
@@ -33,7 +36,7 @@ static void broken(const char *fmt, ...)
 	abort();
 }
 
-static void check_row(const struct sfu_row *row, uint64_t pc)
+static void check_row(const struct sfu_row *row, uint64_t pc, bool a64)
 {
 	unsigned long long at = (unsigned long long)(pc - CODE_ADDR);
 
@@ -42,7 +45,9 @@ static void check_row(const struct sfu_row *row, uint64_t pc)
 	if (row->cfa.kind != SFU_LOC_REG_OFFSET)
 		broken("+%#llx: CFA of kind %u", at, row->cfa.kind);
 	if (row->cfa.reg == SFU_REG_SP) {
-		if (row->cfa.offset < 8 || row->cfa.offset % 8 || row->cfa.offset > FRAME_MAX)
+		/* x86-64: the return address's slot at least */
+		if (row->cfa.offset < (a64 ? 0 : 8) || row->cfa.offset % (a64 ? 16 : 8) ||
+		    row->cfa.offset > FRAME_MAX)
 			broken("+%#llx: CFA = SP%+d", at, row->cfa.offset);
 	} else if (row->cfa.reg == SFU_REG_FP) {
 		/* the caller's FP was pushed before the frame pointer was set up */
@@ -53,8 +58,16 @@ static void check_row(const struct sfu_row *row, uint64_t pc)
 	} else {
 		broken("+%#llx: CFA on register %u", at, row->cfa.reg);
 	}
-	if (row->ra.kind != SFU_LOC_AT_CFA || row->ra.offset != -8)
+	if (!a64 && (row->ra.kind != SFU_LOC_AT_CFA || row->ra.offset != -8))
 		broken("+%#llx: RA not at CFA - 8", at);
+	if (a64 && row->ra.kind == SFU_LOC_AT_CFA &&
+	    (row->ra.offset > -8 || row->ra.offset % 8 || row->ra.offset < -FRAME_MAX))
+		broken("+%#llx: RA saved at CFA%+d", at, row->ra.offset);
+	else if (a64 && row->ra.kind != SFU_LOC_AT_CFA &&
+		 (row->ra.kind != SFU_LOC_IN_REG || row->ra.reg != SFU_REG_RA || row->ra.offset))
+		broken("+%#llx: RA of kind %u", at, row->ra.kind);
+	if (!a64 && (row->flags & SFU_ROW_MANGLED_RA))
+		broken("+%#llx: a signed return address on x86-64", at);
 	if (row->fp.kind == SFU_LOC_AT_CFA &&
 	    (row->fp.offset > -16 || row->fp.offset % 8 || row->fp.offset < -FRAME_MAX))
 		broken("+%#llx: FP saved at CFA%+d", at, row->fp.offset);
@@ -70,13 +83,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sfu_sframe *sf;
 	struct sfu_row row;
 	uint8_t *code;
+	bool a64;
 
+	if (size < HEADER)
+		return 0;
+	a64 = data[0] & 1;
+	data += HEADER;
+	size -= HEADER;
 	/* an exact-size copy, so that a read past the end is caught */
 	code = malloc(size ? size : 1);
 	if (!code)
 		return 0;
 	memcpy(code, data, size);
-	sf = sfu_sframe__from_code(code, size, CODE_ADDR, SFU_ARCH_X86_64, &st, &diag);
+	sf = sfu_sframe__from_code(code, size, CODE_ADDR, a64 ? SFU_ARCH_AARCH64 : SFU_ARCH_X86_64,
+				   &st, &diag);
 	free(code);
 	if (!sf) {
 		if (errno != ENOENT && errno != ENOMEM)
@@ -99,10 +119,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sfu_sframe__lookup(sf, CODE_ADDR + off, &fde, &row))
 			broken("no row at +%#zx", off);
 		/* the entry's row is what the caller's call left */
-		if (!off && (row.flags & SFU_ROW_UNUSABLE || row.cfa.reg != SFU_REG_SP ||
-			     row.cfa.offset != 8 || row.fp.kind != SFU_LOC_SAME))
-			broken("the entry's row is not CFA = SP + 8");
-		check_row(&row, CODE_ADDR + off);
+		if (!off && ((row.flags & (SFU_ROW_UNUSABLE | SFU_ROW_MANGLED_RA)) ||
+			     row.cfa.reg != SFU_REG_SP || row.cfa.offset != (a64 ? 0 : 8) ||
+			     row.ra.kind != (a64 ? SFU_LOC_IN_REG : SFU_LOC_AT_CFA) ||
+			     row.fp.kind != SFU_LOC_SAME))
+			broken("the entry's row is not the caller's call");
+		check_row(&row, CODE_ADDR + off, a64);
 	}
 	if (sfu_sframe__lookup(sf, CODE_ADDR + size, &fde, &row) != -ENOENT)
 		broken("a row past the end");

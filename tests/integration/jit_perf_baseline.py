@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """perf's figures on JIT workloads whose call chains are known by construction.
 
-The workloads (tests/progs/jit/: chain.js, Chain.java, chain.py) spin for SECONDS in
+The workloads (tests/progs/jit/: chain.js, Chain.java, chain.py) spin until the process has
+used SECONDS of CPU time (default 4; CPU time, so that the share of the samples in start-up
+does not grow on a loaded machine) in
 
     jit_main -> jit_outer -> jit_middle -> jit_leaf
 
@@ -442,11 +444,12 @@ def perf_once(rt, seconds, work, tag):
     for f in files:
         if f.endswith('.dump'):
             notes.append(f'{f}: {jitdump_summary(f)}')
-    mm = subprocess.run(['perf', 'script', '--show-mmap-events', '-F', 'comm', '-i', raw],
-                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                        errors='replace', timeout=600).stdout
+    rc, mm, err = run_bounded(['perf', 'script', '--show-mmap-events', '-F', 'comm', '-i', raw],
+                              timeout=600, cwd=work)
     mapped = sorted(set(re.findall(r'\s(/\S*jit-\d+\.dump)$', mm, re.M)))
-    if rt.spec['inject'] or mapped:
+    if rc:
+        notes.append(f'perf script --show-mmap-events exited with {rc}: {err.strip()[-200:]}')
+    elif rt.spec['inject'] or mapped:
         notes.append('jitdump mapped into the process (an MMAP record perf inject --jit '
                      f'follows): {", ".join(mapped) or "none"}')
     remove_files(files)
@@ -473,7 +476,7 @@ def perf_row(row, seconds, work, tries=3):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--seconds', type=float, default=4.0)
+    ap.add_argument('--seconds', type=float, default=4.0, help='of CPU time, each run')
     ap.add_argument('--rows', default=','.join(DEFAULT_ROWS),
                     help='comma-separated, of: ' + ', '.join(ROWS))
     ap.add_argument('--keep', metavar='DIR', help='work in DIR and keep the recordings')

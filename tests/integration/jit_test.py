@@ -31,8 +31,9 @@ Cases (the runtimes' flags: jit_perf_baseline.ROWS):
   py312-plain, py313-plain  CPython without -X perf: its frames are all the interpreter's;
       the figures are printed, not checked.
 
-A run must have MIN_SAMPLES samples: the workload runs SECONDS, and once again for twice as
-long if it had fewer. Each check on a recording is also run against a wrong expectation (the
+A run must have MIN_SAMPLES samples: the workload runs until it has used SECONDS of CPU
+time (so that, however loaded the machine, a run takes about as many samples, the same
+share of them in its start-up), and once again for twice as long if it had fewer. Each check on a recording is also run against a wrong expectation (the
 chain with two functions swapped) and must then fail. Every process started is in a process
 group of its own, killed by its id on a timeout; the maps and dumps the runtimes leave are
 removed.
@@ -140,8 +141,8 @@ def script_samples(ctx, data):
 
 
 def record_enough(ctx, runtime):
-    """Record until a run has MIN_SAMPLES samples (SECONDS, then once twice as long):
-    (profile path, samples, sfprof's own complete %)."""
+    """Record until a run has MIN_SAMPLES samples (SECONDS of CPU time, then once twice
+    as many): (profile path, samples, sfprof's own complete %)."""
     seconds = SECONDS
     for attempt in (1, 2):
         data = ctx.path(f'{ctx.case}-{attempt}.data')
@@ -151,7 +152,7 @@ def record_enough(ctx, runtime):
         if len(samples) >= MIN_SAMPLES:
             return data, samples, own_complete
         if attempt == 1:
-            log(f'  fewer than {MIN_SAMPLES} samples: recording again for {2 * seconds:g} s')
+            log(f'  fewer than {MIN_SAMPLES} samples: recording again for {2 * seconds:g} s of CPU')
             cleanup_runtime_files(ctx, samples)
             seconds *= 2
     if len(samples) < MIN_USABLE:
@@ -341,7 +342,7 @@ def main():
     t0 = time.monotonic()
     try:
         run_case(ctx)
-    except (Failure, subprocess.TimeoutExpired, RuntimeError) as e:
+    except (Failure, subprocess.TimeoutExpired, RuntimeError, OSError) as e:
         log(f'FAIL: {e}')
         return 1
     log(f'PASS ({time.monotonic() - t0:.1f} s)')

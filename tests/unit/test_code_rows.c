@@ -20,13 +20,19 @@
 #define L_AT(o)		{ .kind = SFU_LOC_AT_CFA, .offset = (o) }
 #define L_SAME		{ .kind = SFU_LOC_SAME, .reg = SFU_REG_FP }
 #define L_UNDEF		{ .kind = SFU_LOC_UNDEFINED }
+#define L_LR		{ .kind = SFU_LOC_IN_REG, .reg = SFU_REG_RA }
 #define ROW(s, f, c, p)	{ .start = (s), .flags = (f), .cfa = c, .ra = L_AT(-8), .fp = p }
+#define A64ROW(s, f, c, r, p) { .start = (s), .flags = (f), .cfa = c, .ra = r, .fp = p }
 #define UNREACHED(s)	{ .start = (s), .flags = SFU_ROW_FLEX | SFU_ROW_UNUSABLE, .cfa = L_SP(0), \
 			  .ra = L_UNDEF, .fp = L_SAME }
 #define FLEX		SFU_ROW_FLEX
+#define MANGLED		SFU_ROW_MANGLED_RA
 
 /* A call to code elsewhere: rel32 0x1000 past the next instruction. */
 #define CALL_OUT	0xe8, 0x00, 0x10, 0x00, 0x00
+/* AArch64, little-endian words: bl to 0x1000 past itself, and ret */
+#define A64_BL_OUT	0x00, 0x04, 0x00, 0x94
+#define A64_RET		0xc0, 0x03, 0x5f, 0xd6
 
 /* A pc and the CFA rule its lookup must give (SP or FP + offset); unusable when reg is -1. */
 struct probe {
@@ -39,6 +45,8 @@ struct code_case {
 	const char *name;
 	const uint8_t *code;
 	size_t len;
+	enum sfu_arch arch;		/* 0: x86-64 */
+	uint8_t pauth_key;		/* AArch64: the FDE's key, 1 for B */
 	int want_errno;			/* 0: a table with rows and probes below */
 	const char *why;		/* on failure, part of the note */
 	struct sfu_row rows[MAX_ROWS];
@@ -191,7 +199,152 @@ static const struct code_case cases[] = {
 		.num_rows = 2,
 	},
 
+	/* AArch64 */
+	{
+		/* Python/asm_trampoline.S of CPython 3.12, assembled */
+		.name = "AArch64: CPython 3.12 perf trampoline",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xfd, 0x7b, 0xbf, 0xa9,	/* 0: stp x29, x30, [sp, #-16]! */
+			      0xfd, 0x03, 0x00, 0x91,	/* 4: mov x29, sp */
+			      0x60, 0x00, 0x3f, 0xd6,	/* 8: blr x3 */
+			      0xfd, 0x7b, 0xc1, 0xa8,	/* 12: ldp x29, x30, [sp], #16 */
+			      A64_RET),			/* 16: ret */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, 0, L_SP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(8, 0, L_FP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(16, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 4,
+		.probes = { { 11, SFU_REG_FP, 16 }, { 12, SFU_REG_FP, 16 }, { 16, SFU_REG_SP, 0 } },
+		.num_probes = 3,
+	},
+	{
+		.name = "AArch64: return address signed with key A",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0x3f, 0x23, 0x03, 0xd5,	/* 0: paciasp */
+			      0xfd, 0x7b, 0xbf, 0xa9,	/* 4: stp x29, x30, [sp, #-16]! */
+			      0xfd, 0x03, 0x00, 0x91,	/* 8: mov x29, sp */
+			      A64_BL_OUT,		/* 12: bl elsewhere */
+			      0xfd, 0x7b, 0xc1, 0xa8,	/* 16: ldp x29, x30, [sp], #16 */
+			      0xbf, 0x23, 0x03, 0xd5,	/* 20: autiasp */
+			      A64_RET),			/* 24: ret */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, MANGLED, L_SP(0), L_LR, L_SAME),
+			  A64ROW(8, MANGLED, L_SP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(12, MANGLED, L_FP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(20, MANGLED, L_SP(0), L_LR, L_SAME),
+			  A64ROW(24, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 6,
+	},
+	{
+		.name = "AArch64: return address signed with key B",
+		.arch = SFU_ARCH_AARCH64, .pauth_key = 1,
+		.code = BYTES(0x7f, 0x23, 0x03, 0xd5,	/* 0: pacibsp */
+			      0xff, 0x23, 0x03, 0xd5,	/* 4: autibsp */
+			      A64_RET),			/* 8: ret */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, MANGLED, L_SP(0), L_LR, L_SAME),
+			  A64ROW(8, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 3,
+	},
+	{
+		.name = "AArch64: a frame record at the bottom of the frame",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xff, 0x83, 0x00, 0xd1,	/* 0: sub sp, sp, #0x20 */
+			      0xfd, 0x7b, 0x01, 0xa9,	/* 4: stp x29, x30, [sp, #16] */
+			      0xfd, 0x43, 0x00, 0x91,	/* 8: add x29, sp, #0x10 */
+			      A64_BL_OUT,		/* 12: bl elsewhere */
+			      0xfd, 0x7b, 0x41, 0xa9,	/* 16: ldp x29, x30, [sp, #16] */
+			      0xff, 0x83, 0x00, 0x91,	/* 20: add sp, sp, #0x20 */
+			      A64_RET),			/* 24: ret */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, 0, L_SP(32), L_LR, L_SAME),
+			  A64ROW(8, 0, L_SP(32), L_AT(-8), L_AT(-16)),
+			  A64ROW(12, 0, L_FP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(20, 0, L_SP(32), L_LR, L_SAME),
+			  A64ROW(24, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 6,
+		.probes = { { 15, SFU_REG_FP, 16 } },
+		.num_probes = 1,
+	},
+	{
+		.name = "AArch64: FP saved, the return address still in x30 (flexible rows)",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xfd, 0x0f, 0x1f, 0xf8,	/* 0: str x29, [sp, #-16]! */
+			      0xfd, 0x03, 0x00, 0x91,	/* 4: mov x29, sp */
+			      0xfd, 0x07, 0x41, 0xf8,	/* 8: ldr x29, [sp], #16 */
+			      A64_RET),			/* 12: ret */
+		.rows = { A64ROW(0, FLEX, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, FLEX, L_SP(16), L_LR, L_AT(-16)),
+			  A64ROW(8, FLEX, L_FP(16), L_LR, L_AT(-16)),
+			  A64ROW(12, FLEX, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 4,
+	},
+	{
+		.name = "AArch64: a leaf, and cmp sp (capstone 4 says it writes sp)",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0x00, 0x04, 0x00, 0x91,	/* 0: add x0, x0, #1 */
+			      0xff, 0x63, 0x20, 0xeb,	/* 4: cmp sp, x0 */
+			      0x40, 0x00, 0x00, 0xb4,	/* 8: cbz x0, 16 */
+			      A64_RET,			/* 12: ret */
+			      0x00, 0x04, 0x00, 0x14),	/* 16: b elsewhere */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 1,
+	},
+
 	/* refusals */
+	{
+		.name = "AArch64: a call with the return address in x30",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(A64_BL_OUT,		/* 0: bl elsewhere */
+			      A64_RET),			/* 4: ret */
+		.want_errno = ENOENT, .why = "still in x30",
+	},
+	{
+		.name = "AArch64: x30 overwritten",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xfe, 0x03, 0x00, 0xaa,	/* 0: mov x30, x0 */
+			      A64_RET),			/* 4: ret */
+		.want_errno = ENOENT, .why = "return address in the link register",
+	},
+	{
+		.name = "AArch64: a misaligned SP",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xff, 0x23, 0x00, 0xd1,	/* 0: sub sp, sp, #0x8 */
+			      A64_RET),
+		.want_errno = ENOENT, .why = "16-byte aligned",
+	},
+	{
+		.name = "AArch64: a return with the stack not restored",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xff, 0x43, 0x00, 0xd1,	/* 0: sub sp, sp, #0x10 */
+			      A64_RET),			/* 4: ret */
+		.want_errno = ENOENT, .why = "not restored",
+	},
+	{
+		.name = "AArch64: a return with a signed return address",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0x3f, 0x23, 0x03, 0xd5,	/* 0: paciasp */
+			      A64_RET),			/* 4: ret */
+		.want_errno = ENOENT, .why = "signed",
+	},
+	{
+		.name = "AArch64: both keys",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0x3f, 0x23, 0x03, 0xd5,	/* 0: paciasp */
+			      0xbf, 0x23, 0x03, 0xd5,	/* 4: autiasp */
+			      0x7f, 0x23, 0x03, 0xd5,	/* 8: pacibsp */
+			      A64_RET),
+		.want_errno = ENOENT, .why = "both keys",
+	},
+	{
+		.name = "AArch64: the saved return address overwritten",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xfd, 0x7b, 0xbf, 0xa9,	/* 0: stp x29, x30, [sp, #-16]! */
+			      0xe0, 0x07, 0x00, 0xf9,	/* 4: str x0, [sp, #8] */
+			      0xfd, 0x7b, 0xc1, 0xa8,	/* 8: ldp x29, x30, [sp], #16 */
+			      A64_RET),
+		.want_errno = ENOENT, .why = "overwrites the return address",
+	},
 	{
 		.name = "paths that disagree",
 		.code = BYTES(0x85, 0xff,		/* 0: test %edi,%edi */
@@ -340,7 +493,7 @@ static void check_case(const struct code_case *c)
 	code = memdup_exact_or_fail(c->code, c->len);
 	memset(&st, 0xa5, sizeof(st));
 	errno = 0;
-	sf = sfu_sframe__from_code(code, c->len, CODE, SFU_ARCH_X86_64, &st, &diag);
+	sf = sfu_sframe__from_code(code, c->len, CODE, c->arch, &st, &diag);
 	free(code);
 	if (c->want_errno) {
 		assert_null(sf);
@@ -355,7 +508,8 @@ static void check_case(const struct code_case *c)
 		fail_msg("%s: %s", c->name, diag.reason);
 	assert_string_equal(st.note, "");
 	assert_int_equal(sfu_sframe__header(sf)->version, 3);
-	assert_int_equal(sfu_sframe__header(sf)->abi, SFU_SFRAME_ABI_AMD64_LE);
+	assert_int_equal(sfu_sframe__header(sf)->abi, c->arch == SFU_ARCH_AARCH64 ?
+			 SFU_SFRAME_ABI_AARCH64_LE : SFU_SFRAME_ABI_AMD64_LE);
 	assert_int_equal(sfu_sframe__fde_count(sf), 1);
 	fde = sfu_sframe__fde(sf, 0);
 	if (fde->num_fres != c->num_rows)
@@ -363,6 +517,7 @@ static void check_case(const struct code_case *c)
 	assert_int_equal(fde->start, CODE);
 	assert_int_equal(fde->size, c->len);
 	assert_int_equal(fde->num_fres, c->num_rows);
+	assert_int_equal(fde->pauth_key, c->pauth_key);
 	assert_int_equal(st.rows, c->num_rows);
 	for (size_t k = 0; k < c->num_rows; k++)
 		assert_row_equal(sfu_sframe__row(sf, fde->first_row + k), &c->rows[k]);
@@ -429,11 +584,9 @@ static void test_arguments(void **state)
 	/* no stats, no diag */
 	sfu_sframe__free(sfu_sframe__from_code(py_trampoline, sizeof(py_trampoline), CODE,
 					       SFU_ARCH_X86_64, NULL, NULL));
-	assert_null(sfu_sframe__from_code(py_trampoline, sizeof(py_trampoline), CODE,
-					  SFU_ARCH_AARCH64, NULL, &diag));
+	assert_null(sfu_sframe__from_code(py_trampoline, sizeof(py_trampoline), CODE, 7, NULL, &diag));
 	assert_int_equal(errno, ENOTSUP);
-	assert_null(sfu_sframe__from_code(py_trampoline, sizeof(py_trampoline), CODE, 7, NULL, NULL));
-	assert_int_equal(errno, ENOTSUP);
+	assert_int_equal(diag.err, -ENOTSUP);
 	assert_null(sfu_sframe__from_code(NULL, 11, CODE, SFU_ARCH_X86_64, NULL, &diag));
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(diag.err, -EINVAL);
@@ -537,6 +690,67 @@ static void test_unwind_through_trampoline(void **state)
 	sfu_addrspace__free(as);
 }
 
+/* The same on AArch64, where the trampoline keeps a frame record and the entry's RA is in x30. */
+static const uint8_t py_trampoline_a64[] = {
+	0xfd, 0x7b, 0xbf, 0xa9,		/* 0: stp x29, x30, [sp, #-16]! */
+	0xfd, 0x03, 0x00, 0x91,		/* 4: mov x29, sp */
+	0x60, 0x00, 0x3f, 0xd6,		/* 8: blr x3 */
+	0xfd, 0x7b, 0xc1, 0xa8,		/* 12: ldp x29, x30, [sp], #16 */
+	0xc0, 0x03, 0x5f, 0xd6,		/* 16: ret */
+};
+
+static void test_unwind_through_trampoline_a64(void **state)
+{
+	struct sfu_segment seg = { .vaddr = STUB, .memsz = sizeof(py_trampoline_a64),
+				   .filesz = sizeof(py_trampoline_a64), .flags = PF_R | PF_X };
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1 };
+	uint8_t stack[STACK_SIZE] = { 0 };
+	struct sfu_snapshot snap = { STACK_TOP - STACK_SIZE, stack, STACK_SIZE };
+	uint64_t entry_sp = STACK_TOP - 0x100, v;
+	struct sfu_addrspace *as;
+	struct sfu_sframe *sf;
+	struct sfu_module *m;
+	struct sfu_step step;
+	struct sfu_regs regs;
+
+	(void)state;
+	sf = sfu_sframe__from_code(py_trampoline_a64, sizeof(py_trampoline_a64), STUB,
+				   SFU_ARCH_AARCH64, NULL, NULL);
+	assert_non_null(sf);
+	m = sfu_module__new("[perf-trampoline]", NULL, EM_AARCH64, &seg, 1, sf);
+	assert_non_null(m);
+	as = sfu_addrspace__new(NULL, NULL);
+	assert_non_null(as);
+	assert_int_equal(sfu_addrspace__add(as, STUB, STUB + sizeof(py_trampoline_a64), 0,
+					    PROT_READ | PROT_EXEC, NULL, m), 0);
+	sfu_module__put(m);
+
+	/* the frame record: the caller's x29, then x30 */
+	v = 0x5555;
+	memcpy(&stack[entry_sp - 16 - snap.base], &v, 8);
+	v = CALLER_RA;
+	memcpy(&stack[entry_sp - 8 - snap.base], &v, 8);
+
+	/* interrupted at the entry: the return address is still in x30 */
+	regs = (struct sfu_regs){ .pc = STUB, .sp = entry_sp, .fp = 0x5555, .lr = CALLER_RA };
+	assert_int_equal(sfu_unwind_step(as, &opts, &regs, 1, sfu_snapshot_read, &snap, &step), 0);
+	assert_int_equal(step.regs.pc, CALLER_RA);
+	assert_int_equal(step.regs.sp, entry_sp);
+
+	/* a return address after blr x3: CFA = x29 + 16 */
+	regs = (struct sfu_regs){ .pc = STUB + 12, .sp = entry_sp - 16, .fp = entry_sp - 16 };
+	assert_int_equal(sfu_unwind_step(as, &opts, &regs, 0, sfu_snapshot_read, &snap, &step), 0);
+	assert_int_equal(step.regs.pc, CALLER_RA);
+	assert_int_equal(step.regs.sp, entry_sp);
+	assert_int_equal(step.regs.fp, 0x5555);
+
+	/* past frame 0, x30 is not known: the entry's row cannot be used */
+	regs = (struct sfu_regs){ .pc = STUB + 4, .sp = entry_sp, .fp = 0x5555 };
+	assert_int_equal(sfu_unwind_step(as, &opts, &regs, 0, sfu_snapshot_read, &snap, &step),
+			 SFU_STOP_BAD_INFO);
+	sfu_addrspace__free(as);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_instruction_limit),
 		cmocka_unit_test(test_arguments),
 		cmocka_unit_test(test_unwind_through_trampoline),
+		cmocka_unit_test(test_unwind_through_trampoline_a64),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

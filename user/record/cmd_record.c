@@ -727,6 +727,13 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
 		"%" PRIu64 " samples over %.0f ms\n", ps.prepare.prepared, ps.prepare.asked,
 		ps.prepare.failed, ps.slowest_ns / 1e6, ps.slow, PIPELINE_SLOW_NS / 1e6);
+	if (ps.jit.maps || ps.jit.dumps || ps.jit.code_tables || ps.jit.code_refused)
+		fprintf(stderr, "sfprof record: JIT code: %" PRIu64 " perf maps and %" PRIu64 " jitdumps "
+			"read, %" PRIu64 " pieces of code written; rows for %" PRIu64 " from unwinding "
+			"info, %" PRIu64 " from their instructions (%" PRIu64 " could not be read "
+			"exactly) and %" PRIu64 " as copies of those; %" PRIu64 " samples unwound again "
+			"with them\n", ps.jit.maps, ps.jit.dumps, ps.jit.records, ps.jit.eh_tables,
+			ps.jit.code_tables, ps.jit.code_refused, ps.jit.copy_tables, ps.jit.reunwound);
 	if (ps.modules_refused)
 		fprintf(stderr, "sfprof record: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "

@@ -41,6 +41,11 @@
 #define CODE_MAX (1u << 20)
 /* Bytes of source lines one code load carries (the writer's bound on a record's lines). */
 #define LINES_BYTES_MAX (192u << 10)
+/* The largest code kept as a template, and templates kept per process. */
+#define TMPL_CODE_MAX 512
+#define TMPL_MAX 16
+/* Pcs of unknown code remembered as matched (or not) against the templates. */
+#define PCS_TRIED_MAX 65536
 /* Exited processes are forgotten this long after their exit (their last samples come later). */
 #define EXITED_KEEP_NS (10ull * 1000000000)
 
@@ -51,6 +56,19 @@ struct code {
 	char *name;
 	uint8_t *lines;
 	size_t lines_len;
+};
+
+/*
+ * Code given rows, kept as a template: JIT runtimes stamp out copies of the
+ * same stub (CPython's trampolines), and a copy whose code load is not read
+ * yet (the runtime buffers its jitdump) or that no map names gets the same
+ * rows where its bytes are the template's.
+ */
+struct tmpl {
+	uint8_t *code;
+	size_t len;
+	uint8_t *eh;		/* its unwinding info (jitdump); NULL: rows from its instructions */
+	size_t eh_size, hdr_size;
 };
 
 /* What is known of one process's JIT code. */
@@ -83,7 +101,18 @@ struct jproc {
 	struct code *code;
 	size_t ncode, code_cap, code_written;
 	bool code_full;
-	struct hmap *tried;		/* code start -> 1: rows made or refused */
+	/*
+	 * Code start -> its rows' module (a reference), or 1 when its rows
+	 * could not be made: the runtime's mprotect() of a page of code is a
+	 * new anonymous mapping that replaces them, and they are put back.
+	 */
+	struct hmap *tried;
+	size_t added;			/* tables added while a sample is handled */
+	/* code given rows, whose copies elsewhere get the same rows (struct tmpl) */
+	struct tmpl tmpls[TMPL_MAX];
+	unsigned ntmpls;
+	struct hmap *pcs_tried;		/* pc of unknown code -> its copy's start + 2, or 1: none */
+	size_t npcs_tried;
 	struct sfu_addrspace *as;	/* the process's, while a sample is handled */
 	uint64_t now;			/* the time of the sample being handled */
 };
@@ -112,6 +141,53 @@ struct jit_recorder *jit_recorder__new(enum sfu_arch arch, const struct jit_ops 
 		return NULL;
 	}
 	return jr;
+}
+
+/* Code given rows kept as a template, unless it is one already or too large. */
+static void keep_template(struct jproc *jp, const uint8_t *code, size_t len, const uint8_t *eh,
+			  size_t eh_size, size_t hdr_size)
+{
+	struct tmpl *t = &jp->tmpls[jp->ntmpls];
+
+	if (!len || len > TMPL_CODE_MAX || jp->ntmpls == TMPL_MAX)
+		return;
+	for (unsigned i = 0; i < jp->ntmpls; i++)
+		if (jp->tmpls[i].len == len && !memcmp(jp->tmpls[i].code, code, len))
+			return;
+	*t = (struct tmpl){ malloc(len), len, eh ? malloc(eh_size) : NULL, eh_size, hdr_size };
+	if (!t->code || (eh && !t->eh)) {
+		free(t->code);
+		free(t->eh);
+		return;
+	}
+	memcpy(t->code, code, len);
+	if (eh)
+		memcpy(t->eh, eh, eh_size);
+	jp->ntmpls++;
+}
+
+/* The code at @start has rows in @m (its reference kept), or none could be made (NULL). */
+static int set_tried(struct jproc *jp, uint64_t start, struct sfu_module *m)
+{
+	uint64_t *v;
+
+	if (hmap__entry_u64(jp->tried, start, &v))
+		return -ENOMEM;
+	if (*v > 1)
+		sfu_module__put((struct sfu_module *)(uintptr_t)*v);
+	*v = m ? (uintptr_t)m : 1;
+	return 0;
+}
+
+static void drop_tried(struct hmap *tried)
+{
+	struct hmap_item it;
+	size_t pos = 0;
+
+	while (!hmap__next(tried, &pos, &it))
+		if (it.val > 1)
+			sfu_module__put((struct sfu_module *)(uintptr_t)it.val);
+	hmap__free(tried);
 }
 
 static void close_files(struct jit_recorder *jr, struct jproc *jp)
@@ -147,7 +223,12 @@ static void jproc_free(struct jit_recorder *jr, struct jproc *jp)
 		return;
 	close_files(jr, jp);
 	free(jp->dump_name);
-	hmap__free(jp->tried);
+	drop_tried(jp->tried);
+	hmap__free(jp->pcs_tried);
+	for (unsigned i = 0; i < jp->ntmpls; i++) {
+		free(jp->tmpls[i].code);
+		free(jp->tmpls[i].eh);
+	}
 	free(jp);
 }
 
@@ -192,9 +273,10 @@ static struct jproc *get_or_new(struct jit_recorder *jr, uint32_t pid)
 		return NULL;
 	jp->pid = pid;
 	jp->root_fd = jp->map_fd = -1;
-	if (!(jp->tried = hmap__new(HMAP_U64)) ||
+	if (!(jp->tried = hmap__new(HMAP_U64)) || !(jp->pcs_tried = hmap__new(HMAP_U64)) ||
 	    hmap__set_u64(jr->procs, pid, (uintptr_t)jp)) {
-		hmap__free(jp->tried);
+		drop_tried(jp->tried);
+		hmap__free(jp->pcs_tried);
 		free(jp);
 		return NULL;
 	}
@@ -436,31 +518,47 @@ static bool add_table(struct jit_recorder *jr, struct jproc *jp, uint64_t start,
 	if (!m)
 		return false;
 	err = sfu_addrspace__add(jp->as, start, start + len, 0, PROT_READ | PROT_EXEC, NULL, m);
-	sfu_module__put(m);
-	return !err;
+	if (err || set_tried(jp, start, m)) {
+		sfu_module__put(m);
+		return false;
+	}
+	jp->added++;
+	return true;
 }
 
-/* A code load's unwinding information made into rows for its code. */
-static void eh_table(struct jit_recorder *jr, struct jproc *jp, uint64_t code_addr,
-		     uint64_t code_size)
+/*
+ * The rows of a jitdump's unwinding information @eh (.eh_frame, then its
+ * @hdr_size bytes of .eh_frame_hdr) for code at @code_addr, where the
+ * runtime put them: right after the code.
+ */
+static struct sfu_sframe *eh_rows(enum sfu_arch arch, const uint8_t *eh, size_t eh_size,
+				  size_t hdr_size, uint64_t code_addr, uint64_t code_size)
 {
-	size_t eh_len = jp->eh_size - jp->eh_hdr_size;
+	size_t eh_len = eh_size - hdr_size;
 	struct sfu_eh_frame in = {
-		.data = jp->eh, .size = eh_len,
+		.data = eh, .size = eh_len,
 		.addr = jitdump_eh_frame_addr(code_addr, code_size),
-		.hdr = jp->eh_hdr_size ? jp->eh + eh_len : NULL, .hdr_size = jp->eh_hdr_size,
+		.hdr = hdr_size ? eh + eh_len : NULL, .hdr_size = hdr_size,
 		.hdr_addr = jitdump_eh_frame_hdr_addr(code_addr, code_size, eh_len),
-		.machine = elf_machine(jr->arch),
+		.machine = elf_machine(arch),
 	};
-	struct sfu_sframe *t;
 
 	if (!eh_len || !code_size)
-		return;
-	t = sfu_sframe__from_eh_frame(&in, NULL, NULL);
-	if (t && add_table(jr, jp, code_addr, code_size, t)) {
-		jr->stats.eh_tables++;
-		hmap__set_u64(jp->tried, code_addr, 1);
-	}
+		return NULL;
+	return sfu_sframe__from_eh_frame(&in, NULL, NULL);
+}
+
+/* A code load's unwinding information made into rows for its code. @return whether added. */
+static bool eh_table(struct jit_recorder *jr, struct jproc *jp, uint64_t code_addr,
+		     uint64_t code_size)
+{
+	struct sfu_sframe *t = eh_rows(jr->arch, jp->eh, jp->eh_size, jp->eh_hdr_size, code_addr,
+				       code_size);
+
+	if (!t || !add_table(jr, jp, code_addr, code_size, t))
+		return false;
+	jr->stats.eh_tables++;
+	return true;
 }
 
 static void keep_code(struct jit_recorder *jr, struct jproc *jp, const struct profile_jit *j,
@@ -546,8 +644,9 @@ static int on_dump_record(void *ctx, const struct jitdump_header *h, const struc
 		}
 		record(jr, &j);
 		keep_code(jr, jp, &j, r->load.code_index);
-		if (jp->eh)
-			eh_table(jr, jp, r->load.code_addr, r->load.code_size);
+		if (jp->eh && eh_table(jr, jp, r->load.code_addr, r->load.code_size))
+			keep_template(jp, r->load.code, r->load.code_size, jp->eh, jp->eh_size,
+				      jp->eh_hdr_size);
 		free(jp->eh);
 		jp->eh = NULL;
 		free(jp->debug);
@@ -593,7 +692,8 @@ static void open_dump(struct jit_recorder *jr, struct jproc *jp)
 
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, jp->pid,
 		 jp->dump_start, jp->dump_end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* a magic link to the mapped file itself, wherever it is: followed */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		/* unmapped since: its path in the process's root, no link followed */
 		struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
@@ -683,6 +783,92 @@ static void catch_up(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 
 /* --- rows for code that came with none --- */
 
+/* Put back rows made for the code at @start that a new mapping of its page took out. */
+static bool put_back(struct jproc *jp, uint64_t start, uint64_t pc)
+{
+	struct sfu_module *m;
+	const struct sfu_mapping *mp;
+	const struct sfu_segment *seg;
+	uint64_t *v;
+	size_t nseg;
+
+	if (hmap__find_u64(jp->tried, start, &v) || *v <= 1)
+		return false;
+	m = (struct sfu_module *)(uintptr_t)*v;
+	mp = sfu_addrspace__find(jp->as, pc);
+	if ((mp && mp->module == m) || !(seg = sfu_module__segments(m, &nseg)) || !nseg ||
+	    sfu_addrspace__add(jp->as, start, start + seg->memsz, 0, PROT_READ | PROT_EXEC, NULL,
+			       m))
+		return false;
+	jp->added++;
+	return true;
+}
+
+/*
+ * Rows for unknown code at @pc that is a copy of a template: the bytes
+ * around it read from the process, and found to hold the template's at
+ * exactly one place that covers @pc. @return whether added.
+ */
+static bool template_table(struct jit_recorder *jr, struct jproc *jp, uint64_t pc)
+{
+	uint8_t buf[2 * TMPL_CODE_MAX];
+	const struct sfu_mapping *mp;
+	const struct tmpl *found = NULL;
+	struct iovec local, remote;
+	struct sfu_sframe *table;
+	uint64_t lo, hi, base = 0, *v;
+	ssize_t got;
+
+	if (!jp->ntmpls)
+		return false;
+	if (!hmap__find_u64(jp->pcs_tried, pc, &v))
+		return *v > 1 && put_back(jp, *v - 2, pc);
+	if (jp->npcs_tried >= PCS_TRIED_MAX) {
+		hmap__free(jp->pcs_tried);
+		jp->npcs_tried = 0;
+		if (!(jp->pcs_tried = hmap__new(HMAP_U64)))
+			return false;
+	}
+	if (hmap__set_u64(jp->pcs_tried, pc, 1))
+		return false;
+	jp->npcs_tried++;
+	mp = sfu_addrspace__find(jp->as, pc);
+	if (!mp || mp->module)
+		return false;
+	lo = pc - mp->start > TMPL_CODE_MAX - 1 ? pc - (TMPL_CODE_MAX - 1) : mp->start;
+	hi = mp->end - pc > TMPL_CODE_MAX ? pc + TMPL_CODE_MAX : mp->end;
+	local = (struct iovec){ buf, hi - lo };
+	remote = (struct iovec){ (void *)(uintptr_t)lo, hi - lo };
+	got = process_vm_readv(jp->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0)
+		return false;
+	for (unsigned i = 0; i < jp->ntmpls; i++) {
+		const struct tmpl *t = &jp->tmpls[i];
+
+		for (uint64_t o = 0; o < t->len && o <= pc - lo; o++) {
+			uint64_t b = pc - o;
+
+			if (b + t->len > lo + (uint64_t)got || memcmp(buf + (b - lo), t->code, t->len))
+				continue;
+			/* two places, or two templates: which frame it is cannot be told */
+			if (found && (found != t || base != b))
+				return false;
+			found = t;
+			base = b;
+		}
+	}
+	if (!found)
+		return false;
+	table = found->eh ? eh_rows(jr->arch, found->eh, found->eh_size, found->hdr_size, base,
+				    found->len) :
+			    sfu_sframe__from_code(found->code, found->len, base, jr->arch, NULL, NULL);
+	if (!table || !add_table(jr, jp, base, found->len, table))
+		return false;
+	hmap__set_u64(jp->pcs_tried, pc, base + 2);
+	jr->stats.copy_tables++;
+	return true;
+}
+
 /* The code of the perf map's line or the jitdump's load holding @pc: [*start, *start + *len). */
 static bool find_code(struct jproc *jp, uint64_t pc, uint64_t *start, uint64_t *len)
 {
@@ -717,9 +903,11 @@ static bool code_table(struct jit_recorder *jr, struct jproc *jp, uint64_t pc)
 
 	uint64_t *seen;
 
-	if (!find_code(jp, pc, &start, &len) || !hmap__find_u64(jp->tried, start, &seen))
-		return false;
-	if (hmap__set_u64(jp->tried, start, 1))
+	if (!find_code(jp, pc, &start, &len))
+		return template_table(jr, jp, pc);
+	if (!hmap__find_u64(jp->tried, start, &seen))
+		return put_back(jp, start, pc);
+	if (set_tried(jp, start, NULL))
 		return false;
 	if (len > CODE_READ_MAX)
 		len = CODE_READ_MAX;
@@ -736,6 +924,7 @@ static bool code_table(struct jit_recorder *jr, struct jproc *jp, uint64_t pc)
 	if (!add_table(jr, jp, start, (uint64_t)got, t))
 		return false;
 	jr->stats.code_tables++;
+	keep_template(jp, buf, (size_t)got, NULL, 0, 0);
 	return true;
 }
 
@@ -765,7 +954,7 @@ size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *
 {
 	struct jproc *jp = get(jr, pr->pid);
 	bool need = false;
-	size_t added = 0;
+	size_t added;
 
 	if (!jp && !npcs)
 		return 0;
@@ -773,6 +962,7 @@ size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *
 		return 0;
 	jp->as = pr->as;
 	jp->now = time;
+	jp->added = 0;
 	if (!jp->owned) {
 		jp->owned = true;
 		learn(jp, pr);
@@ -788,7 +978,8 @@ size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *
 	if (time - jp->last_poll >= (need ? POLL_NEED_NS : POLL_IDLE_NS) || time < jp->last_poll)
 		catch_up(jr, jp, false);
 	for (size_t i = 0; i < npcs; i++)
-		added += code_table(jr, jp, pcs[i]);
+		code_table(jr, jp, pcs[i]);
+	added = jp->added;
 	jp->as = NULL;
 	return added;
 }

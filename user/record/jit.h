@@ -37,6 +37,7 @@ struct jit_stats {
 	uint64_t eh_tables;	/* code given rows from a jitdump's unwinding info */
 	uint64_t code_tables;	/* code given rows by reading its instructions */
 	uint64_t code_refused;	/* code whose instructions could not be read exactly */
+	uint64_t copy_tables;	/* code given the rows of code with the same bytes (a template) */
 	uint64_t reunwound;	/* samples unwound again with new rows */
 };
 

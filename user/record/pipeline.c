@@ -855,6 +855,18 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->resized += sh->resized;
 		st->slow += sh->slow;
 		st->helped += sh->helped;
+		{
+			const struct jit_stats *js = procs__jit_stats(sh->procs);
+
+			st->jit.maps += js->maps;
+			st->jit.dumps += js->dumps;
+			st->jit.records += js->records;
+			st->jit.eh_tables += js->eh_tables;
+			st->jit.code_tables += js->code_tables;
+			st->jit.code_refused += js->code_refused;
+			st->jit.copy_tables += js->copy_tables;
+			st->jit.reunwound += js->reunwound;
+		}
 		if (sh->slowest_ns > st->slowest_ns)
 			st->slowest_ns = sh->slowest_ns;
 	}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jit.h"
 #include "prepare.h"
 #include "procs.h"
 
@@ -52,6 +53,7 @@ struct pipeline_stats {
 	uint64_t slowest_ns;		/* the longest a sample took */
 	uint64_t helped;		/* samples unwound by a thread other than their process's */
 	struct prepare_stats prepare;
+	struct jit_stats jit;		/* summed over the threads; read once they have ended */
 };
 
 /* A sample handled slower than this held its thread up: a file opened, a table made. */
