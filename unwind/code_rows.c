@@ -2,6 +2,7 @@
 /* SFrame rows for machine code without unwind info: every path from the entry, decoded with capstone. */
 #include <capstone/capstone.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #define FRAME_MAX	(64 * 1024)
 #define SLOT		8	/* a pushed register, a saved FP or return address */
 #define SP_UNKNOWN	(-1)
+#define HEIGHT_BAD	INT32_MAX	/* outside [0, FRAME_MAX] */
 
 /*
  * The frame before one instruction, as distances below the CFA. A frame
@@ -55,9 +57,12 @@ struct flow {
 
 struct walk;
 
+#define ARCH_COUNT	2
+
 /* What differs between architectures. */
 struct arch {
 	const char *name;
+	unsigned index;		/* in disasms[] */
 	cs_arch cs_arch;
 	cs_mode cs_mode;
 	uint8_t abi;		/* enum sfu_sframe_abi */
@@ -106,10 +111,10 @@ static bool has_group(const cs_insn *insn, uint8_t group)
 	return false;
 }
 
-/* A distance below the CFA; out of range, one check_frame() refuses. */
+/* A distance below the CFA; out of range (above the CFA, too far below), one check_frame() refuses. */
 static int32_t height(int64_t v)
 {
-	return v < 0 ? 0 : v > FRAME_MAX ? FRAME_MAX + SLOT : (int32_t)v;
+	return v < 0 || v > FRAME_MAX ? HEIGHT_BAD : (int32_t)v;
 }
 
 /*
@@ -269,7 +274,7 @@ static int x86_other(struct walk *w, struct frame *f)
 	return 0;
 }
 
-/* 66-prefixed pushes, pops, calls, returns and jumps move the SP or IP by 2 bytes, or not. */
+/* Without REX.W, 66-prefixed pushes, pops, calls, returns and jumps move the SP or IP by 2 bytes, or not. */
 static bool x86_stack_or_branch(const cs_insn *insn)
 {
 	switch (insn->id) {
@@ -296,7 +301,8 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 	int64_t imm, disp;
 
 	*fl = (struct flow){ .out = *in, .next = true };
-	if (x->prefix[2] == X86_PREFIX_OPSIZE && x86_stack_or_branch(insn))
+	/* REX.W wins over 0x66: `data16 data16 rex.W call` is the TLS general-dynamic call */
+	if (x->prefix[2] == X86_PREFIX_OPSIZE && !(x->rex & 0x8) && x86_stack_or_branch(insn))
 		return fail(w, insn->address, "%s %s with an operand-size prefix", insn->mnemonic,
 			    insn->op_str);
 	switch (insn->id) {
@@ -422,9 +428,6 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 
 /* ---- AArch64 ---- */
 
-#define A64_RA_SIGNED_A	1
-#define A64_RA_SIGNED_B	2
-
 static bool a64_is_sp(unsigned reg)
 {
 	return reg == ARM64_REG_SP || reg == ARM64_REG_WSP;
@@ -493,6 +496,7 @@ struct a64_transfer {
 	unsigned regs[2];
 	unsigned num_regs;
 	int size;		/* of each register */
+	bool known;		/* the SP's height is known, and so are the two below */
 	int64_t at;		/* height of the first register's slot */
 	int64_t sp_after;	/* the SP's height after writeback */
 };
@@ -536,10 +540,9 @@ static bool a64_transfer(const cs_insn *insn, const struct frame *f, struct a64_
 		if (!t->size)
 			return false;
 	}
-	if (f->sp == SP_UNKNOWN) {
-		t->at = t->sp_after = SP_UNKNOWN;
+	t->known = f->sp != SP_UNKNOWN;
+	if (!t->known)
 		return true;
-	}
 	/* pre-index and offset forms address SP + disp; post-index SP, then adds */
 	t->at = (int64_t)f->sp - mem->mem.disp;
 	t->sp_after = !a->writeback ? f->sp : has_post ? (int64_t)f->sp - post : t->at;
@@ -563,9 +566,9 @@ static int a64_load_store(struct walk *w, const struct a64_transfer *t, struct f
 		bool saves_fp = store && reg == ARM64_REG_X29 && !f->fp_saved;
 		bool saves_lr = store && reg == ARM64_REG_X30 && !f->ra_saved;
 
-		if (t->at == SP_UNKNOWN) {
+		if (!t->known) {
 			/* a slot under an unknown SP: neither a save nor a restore can be placed */
-			if ((store && (saves_fp || saves_lr)) || (!store && (a64_is_fp(reg) || a64_is_lr(reg))))
+			if (saves_fp || saves_lr || (!store && (a64_is_fp(reg) || a64_is_lr(reg))))
 				return fail(w, insn->address, "%s %s with the stack height unknown",
 					    insn->mnemonic, insn->op_str);
 			continue;
@@ -598,7 +601,7 @@ static int a64_load_store(struct walk *w, const struct a64_transfer *t, struct f
 			return -ENOENT;
 		}
 	}
-	if (t->sp_after != SP_UNKNOWN)
+	if (t->known)
 		f->sp = height(t->sp_after);
 	return 0;
 }
@@ -668,6 +671,12 @@ static int a64_other(struct walk *w, struct frame *f)
 			fp_written |= a64_is_fp(op->reg);
 			lr_written |= a64_is_lr(op->reg);
 		}
+		/* writeback moves the base register, whatever capstone's lists say */
+		if (op->type == ARM64_OP_MEM && a->writeback) {
+			sp_written |= a64_is_sp(op->mem.base);
+			fp_written |= a64_is_fp(op->mem.base);
+			lr_written |= a64_is_lr(op->mem.base);
+		}
 		/* a store (or one capstone does not say) through SP or FP: 64 bytes at most (st1 of four) */
 		if (op->type == ARM64_OP_MEM && (op->access & CS_AC_WRITE || !op->access) &&
 		    op->mem.index == ARM64_REG_INVALID) {
@@ -705,7 +714,7 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 	const cs_insn *insn = w->insn;
 	const cs_arm64 *a = &insn->detail->arm64;
 	struct frame *f = &fl->out;
-	struct a64_transfer t;
+	struct a64_transfer t = { 0 };
 	int64_t imm;
 
 	*fl = (struct flow){ .out = *in, .next = true };
@@ -816,6 +825,7 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 
 static const struct arch arch_x86_64 = {
 	.name = "x86-64",
+	.index = 0,
 	.cs_arch = CS_ARCH_X86,
 	.cs_mode = CS_MODE_64,
 	.abi = SFU_SFRAME_ABI_AMD64_LE,
@@ -828,6 +838,7 @@ static const struct arch arch_x86_64 = {
 
 static const struct arch arch_aarch64 = {
 	.name = "AArch64",
+	.index = 1,
 	.cs_arch = CS_ARCH_ARM64,
 	.cs_mode = CS_MODE_ARM,
 	.abi = SFU_SFRAME_ABI_AARCH64_LE,
@@ -846,7 +857,8 @@ static int check_frame(struct walk *w, const struct frame *f)
 		return fail(w, at, "no way to the CFA");
 	if (f->sp != SP_UNKNOWN) {
 		if (f->sp > FRAME_MAX)
-			return fail(w, at, "a frame larger than %d bytes", FRAME_MAX);
+			return fail(w, at, "the stack pointer leaves the frame (above the CFA, or more than %d bytes below)",
+				    FRAME_MAX);
 		if (f->sp % w->arch->sp_align)
 			return fail(w, at, "the stack pointer is not %d-byte aligned", w->arch->sp_align);
 		if (f->ra_saved > f->sp)
@@ -854,7 +866,9 @@ static int check_frame(struct walk *w, const struct frame *f)
 		if (f->fp_saved > f->sp)
 			return fail(w, at, "the saved frame pointer is popped to no register");
 	}
-	if (f->fp && (f->fp < 2 * SLOT || f->fp > FRAME_MAX || f->fp % SLOT))
+	if (f->fp == HEIGHT_BAD)
+		return fail(w, at, "a frame pointer outside the frame");
+	if (f->fp && (f->fp < 2 * SLOT || f->fp % SLOT))
 		return fail(w, at, "a frame pointer %d bytes below the CFA", f->fp);
 	return 0;
 }
@@ -947,9 +961,14 @@ static void frame_row(const struct frame *f, uint32_t start, struct sfu_row *row
 {
 	memset(row, 0, sizeof(*row));
 	row->start = start;
+	/*
+	 * From the SP while its height is known: the caller's SP is always
+	 * recovered, the FP only as well as the callee's rows keep it (and a
+	 * register compiled code sets to SP + N need not be a frame pointer).
+	 */
 	row->cfa.kind = SFU_LOC_REG_OFFSET;
-	row->cfa.reg = f->fp ? SFU_REG_FP : SFU_REG_SP;
-	row->cfa.offset = f->fp ? f->fp : f->sp;
+	row->cfa.reg = f->sp != SP_UNKNOWN ? SFU_REG_SP : SFU_REG_FP;
+	row->cfa.offset = f->sp != SP_UNKNOWN ? f->sp : f->fp;
 	if (f->ra_saved) {
 		row->ra.kind = SFU_LOC_AT_CFA;
 		row->ra.offset = -f->ra_saved;
@@ -1063,44 +1082,83 @@ static int encode(const struct walk *w, struct sfu_code_stats *stats, void **buf
 	return err;
 }
 
+/*
+ * One disassembler per architecture, used under a lock: capstone 4's
+ * decoders sort some of their tables on first use without one
+ * (X86_insn_reg_intel()), and opening a disassembler costs more than
+ * analysing a trampoline. Closed when the library is unloaded.
+ */
+static pthread_mutex_t disasm_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct disasm {
+	csh cs;
+	cs_insn *insn;
+	bool open;
+} disasms[ARCH_COUNT];
+
+__attribute__((destructor)) static void disasm_close(void)
+{
+	for (size_t i = 0; i < ARCH_COUNT; i++) {
+		if (!disasms[i].open)
+			continue;
+		cs_free(disasms[i].insn, 1);
+		cs_close(&disasms[i].cs);
+		disasms[i].open = false;
+	}
+}
+
+/* The disassembler of @w's architecture, opened on first use; call with disasm_lock held. */
+static int disasm_open(struct walk *w, struct sfu_diag *diag)
+{
+	struct disasm *d = &disasms[w->arch->index];
+
+	if (!d->open) {
+		switch (cs_open(w->arch->cs_arch, w->arch->cs_mode, &d->cs)) {
+		case CS_ERR_OK:
+			break;
+		case CS_ERR_MEM:
+			return diag_set(diag, -ENOMEM, "out of memory");
+		default:
+			return diag_set(diag, -ENOTSUP, "capstone cannot decode %s", w->arch->name);
+		}
+		if (cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
+		    !(d->insn = cs_malloc(d->cs))) {
+			cs_close(&d->cs);
+			return diag_set(diag, -ENOMEM, "cannot set up the %s disassembler",
+					w->arch->name);
+		}
+		d->open = true;
+	}
+	w->cs = d->cs;
+	w->insn = d->insn;
+	return 0;
+}
+
 static int analyse(struct walk *w, struct sfu_code_stats *stats, void **buf, size_t *size,
 		   struct sfu_diag *diag)
 {
 	int err;
 
-	switch (cs_open(w->arch->cs_arch, w->arch->cs_mode, &w->cs)) {
-	case CS_ERR_OK:
-		break;
-	case CS_ERR_MEM:
-		return diag_set(diag, -ENOMEM, "out of memory");
-	default:
-		return diag_set(diag, -ENOTSUP, "capstone cannot decode %s", w->arch->name);
-	}
-	if (cs_option(w->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
-	    !(w->insn = cs_malloc(w->cs))) {
-		err = diag_set(diag, -ENOMEM, "cannot set up the %s disassembler", w->arch->name);
-		goto out;
-	}
 	w->bytes = calloc(w->len, sizeof(*w->bytes));
 	w->todo = calloc(w->len, sizeof(*w->todo));
 	if (!w->bytes || !w->todo) {
 		err = diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
-	err = walk_paths(w);
+	pthread_mutex_lock(&disasm_lock);
+	err = disasm_open(w, diag);
+	if (!err)
+		err = walk_paths(w);
+	pthread_mutex_unlock(&disasm_lock);
 	stats->insns = w->insns;
-	if (err) {
+	if (err == -ENOENT) {
 		snprintf(stats->note, sizeof(stats->note), "%s", w->why);
 		diag_set(diag, err, "%s", w->why);
-		goto out;
 	}
-	err = encode(w, stats, buf, size, diag);
+	if (!err)
+		err = encode(w, stats, buf, size, diag);
 out:
 	free(w->bytes);
 	free(w->todo);
-	if (w->insn)
-		cs_free(w->insn, 1);
-	cs_close(&w->cs);
 	return err;
 }
 

@@ -31,29 +31,39 @@ struct sfu_code_stats {
  * @code: the function's bytes; read only during the call.
  * @len: their number, at most SFU_CODE_MAX_BYTES.
  * @addr: the runtime address of code[0], which is the function's entry.
- * @arch: SFU_ARCH_X86_64 (System V). AArch64 gives ENOTSUP.
+ * @arch: SFU_ARCH_X86_64 (System V) or SFU_ARCH_AARCH64 (AAPCS64, little-endian).
  * @stats: optional; receives the counts above, and the reason on ENOENT.
  * @diag: optional; the reason on failure.
  *
  * Meant for JIT code that comes with neither unwind info nor a frame
  * pointer, such as the trampolines of CPython's perf support, whose start
  * and size a perf map gives. Every path from the entry is followed (branch
- * targets inside [@addr, @addr + @len)), tracking the stack height (the CFA
- * is SP + 8 at the entry), where the caller's frame pointer is saved and
- * whether a frame pointer is set up (`push %rbp; mov %rsp, %rbp`). Modelled
- * exactly: push and pop, add/sub/lea of the SP by a constant, moves between
- * SP and FP, leave, calls (the stack is as before once they return), ret,
- * direct jumps and conditional branches (both ways), jumps elsewhere (tail
- * calls) and instructions that end a path (int3, ud2, hlt). Another change
- * of the SP is allowed only under a frame pointer, whose rows then give the
- * CFA from the FP. Every SP-based height is a multiple of 8 below 64 KiB.
+ * targets inside [@addr, @addr + @len)), tracking the stack height (at the
+ * entry the CFA is SP + 8 on x86-64, SP with the return address in x30 on
+ * AArch64), where the caller's frame pointer and (AArch64) the return
+ * address are saved, and whether a frame pointer is set up.
+ *
+ * Modelled exactly on x86-64: push and pop, add/sub/lea of RSP by a
+ * constant, `mov %rsp,%rbp`, `lea N(%rsp),%rbp`, `mov %rbp,%rsp`,
+ * `lea N(%rbp),%rsp`, leave, calls (the stack is as before once they
+ * return), ret, direct jumps and conditional branches (both ways), jumps
+ * elsewhere (tail calls) and instructions that end a path (int3, ud2, hlt).
+ * On AArch64: stp/ldp/str/ldr on [sp] (offset, pre- and post-index),
+ * add/sub of sp by a constant, `mov x29, sp`, `add x29, sp, #N`, moves
+ * back from x29 to sp, bl/blr once x30 is saved, ret, b, b.cond, cbz, cbnz,
+ * tbz, tbnz, br (a tail call), brk, and the PAC hints on x30 (rows after
+ * paciasp or pacibsp carry SFU_ROW_MANGLED_RA; the FDE names the key).
+ * Another change of the SP is allowed only under a frame pointer, whose rows
+ * then give the CFA from the FP. SP-based heights are multiples of 8
+ * (x86-64) or 16 (AArch64), at most 64 KiB.
  *
  * Nothing is approximated: code that does what the model cannot state
  * exactly (an unknown change of the SP without a frame pointer, two paths
  * meeting with different frames, an instruction that cannot be decoded on
  * a path, a jump into the middle of an instruction, the return address or
  * the saved frame pointer overwritten, a return with the frame not undone,
- * more than SFU_CODE_MAX_INSNS instructions) gives no table at all.
+ * more than SFU_CODE_MAX_INSNS instructions) gives no table at all. Stores
+ * through registers other than SP and FP are not followed.
  *
  * The row at an instruction describes the frame before it executes: for an
  * interrupted pc, and for a return address looked up as pc - 1 (inside the
@@ -61,6 +71,9 @@ struct sfu_code_stats {
  * after a return, trailing bytes) are covered by rows marked
  * SFU_ROW_UNUSABLE, so that the unwinder stops there rather than guess;
  * they are not decoded.
+ *
+ * Safe from any thread; the decoding itself is serialized, since capstone
+ * 4 is not thread-safe on first use. A trampoline takes about 10 us.
  *
  * @return an SFrame version 3 table (as sfu_sframe__from_eh_frame() makes)
  * with one function, [@addr, @addr + @len), whose start is @addr; or NULL

@@ -316,6 +316,9 @@ static void read_file(const uint8_t *data, size_t size, const struct outcome *wa
 		if (jitdump_file__poll(f, SIZE_MAX, NULL, NULL) != -EBADMSG)
 			broken("the error did not stay");
 	} else {
+		size_t known = want->header_size < JITDUMP_HEADER_SIZE ? JITDUMP_HEADER_MIN :
+									 JITDUMP_HEADER_SIZE;
+
 		if (ret < 0)
 			broken("the file refused with '%s' what memory read", jitdump_file__error(f));
 		if (jitdump_file__offset(f) != (want->ret == -EAGAIN ? 0 : want->end))
@@ -329,9 +332,6 @@ static void read_file(const uint8_t *data, size_t size, const struct outcome *wa
 		 * past those known, which are skipped): a shorter file was
 		 * written again
 		 */
-		size_t known = want->header_size < JITDUMP_HEADER_SIZE ? JITDUMP_HEADER_MIN :
-									 JITDUMP_HEADER_SIZE;
-
 		if (size && (want->ret == -EAGAIN || size <= known || size > want->header_size)) {
 			if (ftruncate(fd, (off_t)(size - 1))) {
 				perror("fuzz_jitdump: ftruncate");

@@ -4,8 +4,11 @@
 
 usage: jitdump_seed.py OUTDIR
 
-The committed corpus tests/fuzz/corpus/jitdump/ is this script's output; run
-it again only to change them. Layouts as V8 (src/diagnostics/perf-jit.cc) and
+The committed corpus tests/fuzz/corpus/jitdump/ is this script's output, but
+for real-cpython-3.13.0 and real-node-20: the header and first records of
+dumps that `python3.13 -X perf_jit` and `node --perf-prof
+--perf-prof-unwinding-info` wrote (a TurboFan function's unwinding data and
+code among them). Run it again only to change them. Layouts as V8 (src/diagnostics/perf-jit.cc) and
 CPython (Python/perf_jit_trampoline.c) write them: a 40-byte header, then
 records of id, total_size, timestamp and their fields; DEBUG_INFO and
 UNWINDING_INFO padded to 8 bytes; unwinding data .eh_frame then a 20-byte

@@ -38,7 +38,7 @@ runtimes without them ("-plain": nothing there should get worse).
 
 Debian's perf 6.1 sometimes dies on an assertion (util/build-id.c) reading the records
 of BPF programs other recordings load: it records with --no-bpf-event -B and each row is
-tried up to three times; a row perf could not do says so.
+tried up to four times; a row perf could not do says so.
 
 jit_test.py imports this file for the workloads, the runtimes, the parsing and the figures,
 and computes the same figures from `sfprof script`.
@@ -456,7 +456,7 @@ def perf_once(rt, seconds, work, tag):
     return fig, notes
 
 
-def perf_row(row, seconds, work, tries=3):
+def perf_row(row, seconds, work, tries=4):
     """(Runtime, Figures, notes) of one row; Missing when its runtime is not here;
     PerfFailed when perf failed @tries times."""
     rt = Runtime(row, work)

@@ -314,6 +314,14 @@ static const struct code_case cases[] = {
 		.want_errno = ENOENT, .why = "16-byte aligned",
 	},
 	{
+		/* one byte above the CFA: the entry's height is 0, so not a height of 0 either */
+		.name = "AArch64: the SP above the CFA",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xe0, 0x1f, 0x40, 0xf8,	/* 0: ldr x0, [sp, #1]! */
+			      A64_RET),
+		.want_errno = ENOENT, .why = "leaves the frame",
+	},
+	{
 		.name = "AArch64: a return with the stack not restored",
 		.arch = SFU_ARCH_AARCH64,
 		.code = BYTES(0xff, 0x43, 0x00, 0xd1,	/* 0: sub sp, sp, #0x10 */
@@ -446,7 +454,13 @@ static const struct code_case cases[] = {
 		.name = "a frame too large",
 		.code = BYTES(0x48, 0x81, 0xec, 0x00, 0x00, 0x10, 0x00,	/* 0: sub $0x100000,%rsp */
 			      0xc3),
-		.want_errno = ENOENT, .why = "larger than",
+		.want_errno = ENOENT, .why = "leaves the frame",
+	},
+	{
+		.name = "the SP above the CFA",
+		.code = BYTES(0x48, 0x83, 0xc4, 0x10,	/* 0: add $0x10,%rsp */
+			      0xc3),
+		.want_errno = ENOENT, .why = "leaves the frame",
 	},
 	{
 		.name = "a call into the function's own body",

@@ -38,13 +38,19 @@
  *   the .eh_frame from Python/jit_unwind.c, elf_init_ehframe_perf(), in the
  *   current tree): the same layout and arithmetic, round_up(code_size, 8);
  *   eh_frame_hdr_size 20, mapped_size = round_up(unwinding_size, 16), the
- *   record padded to 8 bytes. Before gh-136541 (2025) the FDE's offset to
- *   the code was a constant rather than computed, right for the x86-64
- *   trampoline only, by that change's own account.
+ *   record padded to 8 bytes. Before gh-136541 (2025) the FDE's pc_begin was
+ *   a constant, right for the x86-64 trampoline only by that change's own
+ *   account: 3.13.0 on x86-64 writes -0x30, which for its 24-byte CIE and
+ *   11-byte trampoline is the same -(round_up(11, 8) + 32); its header's
+ *   table entry is computed as above.
  *
  * So: .eh_frame at code_addr + round_up(code_size, 8), .eh_frame_hdr right
  * after its eh_frame_size bytes. An unwinder given the bytes at those
- * addresses finds the FDE covering [code_addr, code_addr + code_size).
+ * addresses finds the FDE starting at code_addr, through the header's table
+ * or by walking .eh_frame. (V8's FDE may cover a few bytes less than the
+ * CODE_LOAD's code_size: 382 of 384 for a TurboFan function in Node 20.)
+ * tests/unit/test_jitdump.c checks this with libsfunwind's .eh_frame reader
+ * on records CPython 3.13.0 and Node 20 wrote.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -37,7 +37,8 @@
  * - The header: version 1 only. total_size at least 32 (a header without
  *   flags, as some writers' older copies of the struct have; flags read as 0
  *   then) and at most JITDUMP_RECORD_MAX; more than the 40 bytes known is
- *   skipped.
+ *   skipped. elf_mach and pad1 are not checked: CPython 3.13.0 leaves
+ *   elf_mach 0 and pad1 uninitialized.
  * - A record whose total_size is below its fixed fields, above
  *   JITDUMP_RECORD_MAX, or too small for what its fields say follows, is
  *   damage (-EBADMSG): the framing can no longer be trusted, and reading
@@ -52,11 +53,11 @@
  *   to JITDUMP_NAME_MAX bytes with name_cut set (a UTF-8 character may be cut
  *   in two); the code still starts after the whole name.
  * - DEBUG_INFO: nr_entry is never trusted: each entry must fit, file name
- *   and NUL included, inside the record, or the record is damage. A file
- *   name of "\xff" means "the same file as the entry before" (V8 writes it).
- *   V8 also writes each entry's addr as the code address plus 0x40 (the
- *   offset perf inject once gave .text in its ELF files): addresses are
- *   passed through as written.
+ *   and NUL included, inside the record, or the record is damage. Entries
+ *   are delivered as written: a file name of "\xff" means "the same file as
+ *   the entry before" to perf (genelf_debug.c; V8's record struct describes
+ *   it), and V8 writes each entry's addr as the code address plus 0x40 (the
+ *   offset perf inject once gave .text in its ELF files; Node 20 does).
  * - UNWINDING_INFO: eh_frame_hdr_size <= unwinding_size <= the bytes after
  *   the fixed fields. An empty .eh_frame with only a header is valid (V8
  *   writes one for code without unwinding information).
@@ -88,7 +89,7 @@
 struct jitdump_header {
 	uint32_t version;
 	uint32_t total_size;	/* bytes of header: the first record starts here */
-	uint32_t elf_mach;	/* e_machine of the code: EM_X86_64, EM_AARCH64 */
+	uint32_t elf_mach;	/* e_machine of the code, or 0 (CPython 3.13.0) */
 	uint32_t pid;
 	uint64_t timestamp;
 	uint64_t flags;		/* JITDUMP_FLAGS_ARCH_TIMESTAMP; 0 when total_size < 40 */
@@ -105,7 +106,9 @@ enum jitdump_rec_id {
 
 /*
  * One record, decoded in place: pointers point into the bytes given to
- * jitdump__next() (for jitdump_file, valid only during the callback).
+ * jitdump__next(). For jitdump_file they are valid only during the
+ * callback: an UNWINDING_INFO's bytes must be copied to serve the CODE_LOAD
+ * after it, which may come in a later callback or a later poll.
  */
 struct jitdump_record {
 	uint32_t id;		/* enum jitdump_rec_id, or an id this reader does not know */
@@ -233,8 +236,9 @@ typedef int (*jitdump_record_fn)(void *ctx, const struct jitdump_header *h,
 /**
  * jitdump_file__poll() - read what was appended since the last call and
  * call @fn for each complete record, in file order, unknown ids included.
- * @max_bytes: at most this many bytes are read in this call (0: only the
- * records already read whole).
+ * @max_bytes: at most this many bytes of records are read in this call
+ * (0: only the records already read whole), besides the header's bytes
+ * read again to check that the file was not rewritten.
  *
  * A record the file's current end cuts waits for a later call; so does a
  * header written in part. The record a negative @fn return stops at counts

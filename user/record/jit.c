@@ -950,13 +950,13 @@ static void sweep(struct jit_recorder *jr, uint64_t time)
 }
 
 size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *pr, uint64_t time,
-			    const uint64_t *pcs, size_t npcs)
+			    const uint64_t *pcs, size_t npcs, bool seen)
 {
 	struct jproc *jp = get(jr, pr->pid);
 	bool need = false;
 	size_t added;
 
-	if (!jp && !npcs)
+	if (!jp && !npcs && !seen)
 		return 0;
 	if (!jp && !(jp = get_or_new(jr, pr->pid)))
 		return 0;
@@ -967,7 +967,7 @@ size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *
 		jp->owned = true;
 		learn(jp, pr);
 	}
-	if (npcs && !jp->exited)
+	if ((npcs || seen) && !jp->exited)
 		hold_root(jr, jp);
 	for (size_t i = 0; i < npcs; i++) {
 		uint64_t s, l;

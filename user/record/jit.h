@@ -69,7 +69,9 @@ void jit_recorder__image(struct jit_recorder *jr, const struct proctab_proc *pr)
 /**
  * jit_recorder__sample() - a sample of @pr at @time was unwound; @pcs are the
  * code addresses (return addresses less one) of its frames in memory no file
- * backs whose caller the tables did not give. The process's perf map and
+ * backs whose caller the tables did not give, from a walk that did not reach
+ * the outermost frame; @seen: the walk met such frames, complete or not (the
+ * process runs JIT code). The process's perf map and
  * jitdump are read for what was added since (at once when there are @pcs,
  * else at most every 100 ms), new code is written to the file, and code at
  * @pcs is given rows: from its jitdump's unwinding information, or by
@@ -79,7 +81,7 @@ void jit_recorder__image(struct jit_recorder *jr, const struct proctab_proc *pr)
  * should then be unwound again.
  */
 size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *pr, uint64_t time,
-			    const uint64_t *pcs, size_t npcs);
+			    const uint64_t *pcs, size_t npcs, bool seen);
 
 /**
  * jit_recorder__exit() - @pid exited: its map and dump are read to their end

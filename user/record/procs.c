@@ -354,14 +354,19 @@ static int watched_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 /*
  * The code addresses of frames in memory no file backs whose caller no table
- * gave (frame pointers did, or the walk ended there): JIT code that a
- * runtime's files may give rows.
+ * gave (frame pointers did, or the walk ended there): JIT code. *@seen says
+ * there is some (the process's map is worth reading); they are handed over
+ * (@pcs, the count returned) only from a walk that did not reach the
+ * outermost frame, for rows from what the runtime wrote. A complete walk is
+ * left as it is: frame pointers serve JIT code that keeps them (V8, Java's
+ * PreserveFramePointer).
  */
 static size_t jit_pcs(const struct sfu_addrspace *as, const struct sfu_frame *frames, size_t n,
-		      int stop, uint64_t *pcs)
+		      int stop, uint64_t *pcs, bool *seen)
 {
 	size_t k = 0;
 
+	*seen = false;
 	for (size_t i = 0; i < n && k < JIT_PCS_MAX; i++) {
 		uint64_t pc = frames[i].addr;
 		const struct sfu_mapping *m;
@@ -371,8 +376,12 @@ static size_t jit_pcs(const struct sfu_addrspace *as, const struct sfu_frame *fr
 		if (frames[i].kind == SFU_FRAME_RA && pc)
 			pc--;
 		m = sfu_addrspace__find(as, pc);
-		if (m && !m->module)
-			pcs[k++] = pc;
+		if (!m || m->module)
+			continue;
+		*seen = true;
+		if (stop == SFU_STOP_OUTERMOST)
+			break;
+		pcs[k++] = pc;
 	}
 	return k;
 }
@@ -390,6 +399,7 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
 	u->complete = false;
 	u->err = 0;
 	u->njit = 0;
+	u->jit_seen = false;
 	memset(&u->use, 0, sizeof(u->use));
 	if (!as || !(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
 		return;
@@ -405,7 +415,7 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
 	u->use.ran_out = stop != SFU_STOP_OUTERMOST && copy.past_end;
 	u->use.unwound = true;
 	u->complete = stop == SFU_STOP_OUTERMOST;
-	u->njit = jit_pcs(as, self->frames, n, stop, u->jit_pcs);
+	u->njit = jit_pcs(as, self->frames, n, stop, u->jit_pcs, &u->jit_seen);
 	u->err = stack_enc__frames(&u->enc, self->frames, n, &self->cut,
 				   stop != SFU_STOP_OUTERMOST, &u->cbf, &u->len);
 	if (u->err)
@@ -495,7 +505,7 @@ static const struct procs_unwound *jit_unwind(struct procs *p, const struct proc
 {
 	/* each round gives rows to the first JIT code the last walk could not pass */
 	for (int round = 0; round < 8; round++) {
-		if (!jit_recorder__sample(p->jit, pr, h->time_ns, u->jit_pcs, u->njit))
+		if (!jit_recorder__sample(p->jit, pr, h->time_ns, u->jit_pcs, u->njit, u->jit_seen))
 			break;
 		procs__unwind(p, pr->as, h, ustack, &p->redo);
 		jit_recorder__count_reunwound(p->jit);

@@ -148,6 +148,7 @@ struct procs_unwound {
 	struct procs_copy_use use;	/* new_size not set here */
 	uint64_t jit_pcs[8];		/* frames in JIT code no table passed (jit.h) */
 	size_t njit;
+	bool jit_seen;			/* frames in JIT code, the walk complete or not */
 };
 
 struct proctab_proc;
