@@ -14,6 +14,7 @@ static const char usage[] =
 	"usage: gen-profile -o FILE [--mappings N] [--order asc|desc|random] [--modules M]\n"
 	"                   [--interleave] [--overlapping N] [--processes N] [--threads N]\n"
 	"                   [--stacks N] [--samples N] [--seed S]\n"
+	"                   [--jit-map N [--jit-file] [--jit-samples S] [--jit-stacks K]]\n"
 	"\n"
 	"Writes a valid profile through the profile writer, for benchmarks and tests\n"
 	"of reading: everything it holds is known by construction.\n"
@@ -32,7 +33,22 @@ static const char usage[] =
 	"  --threads N    N threads of pid 1000 (tids 100000...), one sample each\n"
 	"  --stacks N     N distinct 8-frame user stacks of pid 1000, one sample each\n"
 	"  --samples N    N more samples of pid 1000, each in a random mapping\n"
-	"  --seed S       for --order random, --overlapping and --samples (default 1)\n"
+	"  --seed S       for --order random, --overlapping, --samples and the JIT\n"
+	"                 process's stacks (default 1)\n"
+	"  --jit-map N    a process running JIT code (pid 3000, \"jitvm\"): an anonymous\n"
+	"                 r-x mapping holding N functions of 64 bytes, named by N JIT\n"
+	"                 records of a perf map (PROFILE_JIT_F_MAP, source\n"
+	"                 /tmp/perf-3000.map) written after its samples, as a map read\n"
+	"                 at exit is; its samples' user stacks (about 14 frames) run\n"
+	"                 through 2-4 runs of 1-3 JIT frames between frames of the VM's\n"
+	"                 executable, under main and libc's start-up; 3 in 4 leaves are\n"
+	"                 in JIT code. Functions are picked with a skew (index N * u^3)\n"
+	"  --jit-file     the same process, mappings and stacks, but the code's memory\n"
+	"                 mapped from a file (/nonexistent/gen/jitcode.so) and no JIT\n"
+	"                 records: the baseline without JIT frames\n"
+	"  --jit-samples S  samples of the JIT process (default 1000000)\n"
+	"  --jit-stacks K   distinct user stacks they are drawn from, K * u^2 (default\n"
+	"                 100000)\n"
 	"\n"
 	"Each part is in blocks of its own. With none of them, the profile has a\n"
 	"header and a trailer and nothing else.\n";
@@ -41,6 +57,16 @@ static const char usage[] =
 #define STRIDE	0x2000ull
 #define PAGE	0x1000ull
 #define PID	1000u
+
+/* --jit-map: the process, its VM's executable and libc, and its code in anonymous memory */
+#define JIT_PID		3000u
+#define JIT_EXE		0x400000ull	/* text of /nonexistent/gen/jitvm, 2 MiB */
+#define JIT_EXE_LEN	0x200000ull
+#define JIT_LIBC	0x7f1000000000ull	/* text of /nonexistent/gen/libc.so.6 */
+#define JIT_LIBC_LEN	0x180000ull
+#define JIT_CODE	0x7e0000000000ull
+#define JIT_FN		64ull		/* bytes per JIT function */
+#define JIT_MAX_FRAMES	32
 
 struct gen {
 	struct profile_writer *w;
@@ -69,7 +95,7 @@ static int fail(const char *what, int err)
 /* A sample of @pid/@tid whose user stack is @addrs (innermost first). */
 static int sample(struct gen *g, uint32_t pid, uint32_t tid, const uint64_t *addrs, size_t n)
 {
-	uint8_t cbf[SFU_CBF_BOUND(16)];
+	uint8_t cbf[SFU_CBF_BOUND(JIT_MAX_FRAMES)];
 	struct sfu_cbf_enc enc;
 	struct profile_sample s = { 0 };
 	int err;
@@ -149,6 +175,126 @@ static int overlapping(struct gen *g, size_t n)
 	return err;
 }
 
+/* splitmix64: a path's stack from its number alone, the same whatever drew it */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* A uniform double in [0, 1) from @r. */
+static double unit(uint64_t r)
+{
+	return (double)(r >> 11) / 9007199254740992.0;
+}
+
+/* A JIT function, skewed towards low indexes: N * u^3. */
+static uint64_t jit_fn(struct gen *g, size_t nfn)
+{
+	double u = unit(rnd(g));
+	size_t f = (size_t)((double)nfn * u * u * u);
+
+	return JIT_CODE + JIT_FN * (f < nfn ? f : nfn - 1);
+}
+
+/*
+ * The user stack of path @p of the JIT process (innermost first), in
+ * @addrs[JIT_MAX_FRAMES]: a leaf in JIT code (3 in 4) or in the VM below
+ * JIT code, then 2-4 runs of 1-3 JIT frames each under 1-2 frames of the
+ * VM's executable (its interpreter, a call stub), then main, libc's
+ * __libc_start_call_main and _start. @return the number of frames.
+ */
+static size_t jit_path(uint64_t seed, size_t p, size_t nfn, uint64_t *addrs)
+{
+	struct gen g = { .rng = mix(seed ^ mix(p)) | 1 };
+	size_t n = 0, runs = 2 + rnd(&g) % 3;
+
+	if (rnd(&g) % 4 == 0) {
+		/* a VM helper the JIT code called, and its caller in the VM */
+		addrs[n++] = JIT_EXE + 0x10000 + rnd(&g) % 0x40000;
+		if (rnd(&g) % 2)
+			addrs[n++] = JIT_EXE + 0x50000 + rnd(&g) % 0x10000;
+		addrs[n++] = jit_fn(&g, nfn) + 8 + rnd(&g) % (JIT_FN - 8);
+	} else {
+		addrs[n++] = jit_fn(&g, nfn) + rnd(&g) % JIT_FN;
+	}
+	for (size_t r = 0; r < runs; r++) {
+		size_t k = r ? 1 + rnd(&g) % 3 : rnd(&g) % 3, vm = 1 + rnd(&g) % 2;
+
+		/* return addresses: after a call inside each function */
+		for (size_t i = 0; i < k; i++)
+			addrs[n++] = jit_fn(&g, nfn) + 8 + rnd(&g) % (JIT_FN - 8);
+		for (size_t i = 0; i < vm; i++)
+			addrs[n++] = JIT_EXE + 0x80000 + 0x400 * (rnd(&g) % 64) + 0x20 + rnd(&g) % 0x100;
+	}
+	addrs[n++] = JIT_EXE + 0x1234;		/* main */
+	addrs[n++] = JIT_LIBC + 0x271ca;	/* __libc_start_call_main */
+	addrs[n++] = JIT_EXE + 0x1025;		/* _start */
+	return n;
+}
+
+/*
+ * --jit-map: the JIT process, @nsamples samples over @nstacks paths, and
+ * (unless @file) its perf map's @nfn lines, after the samples.
+ */
+static int jit_process(struct gen *g, size_t nfn, bool file, size_t nsamples, size_t nstacks)
+{
+	struct profile_process p = { .pid = JIT_PID, .ppid = 1, .comm = "jitvm",
+				     .exe = "/nonexistent/gen/jitvm" };
+	static const char *const paths[] = { "/nonexistent/gen/jitvm", "/nonexistent/gen/libc.so.6",
+					     "/nonexistent/gen/jitcode.so" };
+	uint64_t seed = g->rng, code_len = (nfn * JIT_FN + PAGE - 1) / PAGE * PAGE;
+	uint32_t mods[3];
+	char name[128];
+	int err;
+
+	if ((err = profile_writer__process(g->w, &p)))
+		return err;
+	for (size_t i = 0; i < 3; i++) {
+		uint8_t build_id[20] = { 0x9e, 0x17 };
+		struct profile_module mod = { .path = paths[i], .build_id = build_id,
+					      .build_id_len = sizeof(build_id) };
+
+		build_id[2] = (uint8_t)i;
+		if ((err = profile_writer__module(g->w, &mod, &mods[i])))
+			return err;
+	}
+	if ((err = profile_writer__mapping(g->w, &(struct profile_mapping){
+			JIT_PID, JIT_EXE, JIT_EXE + JIT_EXE_LEN, 0, 5, mods[0] })) ||
+	    (err = profile_writer__mapping(g->w, &(struct profile_mapping){
+			JIT_PID, JIT_LIBC, JIT_LIBC + JIT_LIBC_LEN, 0x26000, 5, mods[1] })) ||
+	    (err = profile_writer__mapping(g->w, &(struct profile_mapping){
+			JIT_PID, JIT_CODE, JIT_CODE + code_len, 0, 5, file ? mods[2] : 0 })) ||
+	    (err = profile_writer__flush(g->w)))
+		return err;
+	for (size_t i = 0; i < nsamples && !err; i++) {
+		uint64_t addrs[JIT_MAX_FRAMES];
+		double u = unit(rnd(g));
+		size_t path = (size_t)((double)nstacks * u * u), n;
+
+		n = jit_path(seed, path < nstacks ? path : nstacks - 1, nfn, addrs);
+		err = sample(g, JIT_PID, JIT_PID, addrs, n);
+	}
+	if (err || (err = profile_writer__flush(g->w)) || file)
+		return err;
+	for (size_t i = 0; i < nfn && !err; i++) {
+		struct profile_jit j = { .time_ns = g->time + 1000000, .pid = JIT_PID,
+					 .start = JIT_CODE + JIT_FN * i,
+					 .end = JIT_CODE + JIT_FN * (i + 1), .flags = PROFILE_JIT_F_MAP,
+					 .name = name, .source = "/tmp/perf-3000.map" };
+
+		/* V8's style of name (--perf-basic-prof) */
+		snprintf(name, sizeof(name), "JS:*jit_fn_%zu /srv/app/src/mod%zu.js:%zu:%zu", i,
+			 i / 100, 1 + i * 7 % 900, 1 + i % 80);
+		err = profile_writer__jit(g->w, &j);
+	}
+	if (!err)
+		err = profile_writer__exit(g->w, &(struct profile_exit){ g->time + 2000000, JIT_PID });
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -162,10 +308,16 @@ int main(int argc, char **argv)
 		{ "stacks", required_argument, NULL, 's' },
 		{ "samples", required_argument, NULL, 'n' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "jit-map", required_argument, NULL, 'J' },
+		{ "jit-file", no_argument, NULL, 'F' },
+		{ "jit-samples", required_argument, NULL, 'N' },
+		{ "jit-stacks", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t nmaps = 0, nover = 0, nmods = 1, nprocs = 0, nthreads = 0, nstacks = 0, nsamples = 0;
+	size_t njit = 0, jit_samples = 1000000, jit_stacks = 100000;
+	bool jit_file = false;
 	struct profile_meta meta = { .freq_hz = 999, .stack_size = 8192, .host = "gen",
 				     .machine = "x86_64", .cmdline = "gen-profile" };
 	struct gen g = { .rng = 1, .time = 1000000000 };
@@ -188,12 +340,17 @@ int main(int argc, char **argv)
 		case 's': nstacks = strtoull(optarg, NULL, 0); break;
 		case 'n': nsamples = strtoull(optarg, NULL, 0); break;
 		case 'S': g.rng = strtoull(optarg, NULL, 0) | 1; break;
+		case 'J': njit = strtoull(optarg, NULL, 0); break;
+		case 'F': jit_file = true; break;
+		case 'N': jit_samples = strtoull(optarg, NULL, 0); break;
+		case 'K': jit_stacks = strtoull(optarg, NULL, 0); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
 	if (!out || optind != argc || !nmods || (strcmp(order, "asc") && strcmp(order, "desc") &&
-						 strcmp(order, "random"))) {
+						 strcmp(order, "random")) ||
+	    (jit_file && !njit) || (njit && !jit_stacks)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -264,6 +421,8 @@ int main(int argc, char **argv)
 
 		err = sample(&g, PID, PID, &pc, 1);
 	}
+	if (!err && njit && !(err = profile_writer__flush(g.w)))
+		err = jit_process(&g, njit, jit_file, jit_samples, jit_stacks);
 	free(g.modules);
 	if (err) {
 		profile_writer__discard(g.w);

@@ -396,55 +396,90 @@ static void write_map_entries(struct jit_recorder *jr, struct jproc *jp)
 	}
 }
 
-/* Open the perf map when it is there (retried while it is not), read what was added. */
+/* Open the perf map the process sees now. @return an fd, -ENOENT (none yet), or -1: refused, said. */
+static int open_map(struct jit_recorder *jr, struct jproc *jp)
+{
+	char why[300] = "";
+	int fd;
+
+	if (jp->root_fd >= 0)
+		fd = perfmap_openat(jp->root_fd, jp->ns_pid, jp->uid, jp->euid, why, sizeof(why));
+	else if (!jp->exited)
+		fd = perfmap_open(jp->pid, jp->ns_pid, why, sizeof(why));
+	else
+		return -ENOENT;
+	if (fd == -ENOENT || fd == -ESRCH)
+		return -ENOENT;
+	if (fd < 0) {
+		jp->map_given_up = true;
+		warn(jr, jp, "%s: %s", jp->map_path, why[0] ? why : strerror(-fd));
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether @fd is still the file the process names its map (not one renamed over it). */
+static bool same_file(int fd, int other)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !fstat(other, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Start over with the map in @fd (-1: none yet): written again from its start, or replaced. */
+static void restart_map(struct jproc *jp, int fd)
+{
+	if (jp->map_fd >= 0 && jp->map_fd != fd)
+		close(jp->map_fd);
+	jp->map_fd = fd;
+	perfmap__free(jp->map);
+	jp->map = NULL;
+	jp->map_off = 0;
+	/* its lines are new code: written after the old ones, which they win over */
+	jp->map_written = 0;
+}
+
+/*
+ * Open the perf map when it is there (looked for again every second while it
+ * is not, and checked every second for a file renamed over it), read what
+ * was added.
+ */
 static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 {
-	char why[300];
-	ssize_t got;
+	ssize_t got = 0;
+	int fd;
 
 	if (jp->map_given_up)
 		return;
-	if (jp->map_fd < 0) {
-		int fd;
-
-		if (!to_end && jp->now < jp->map_retry)
-			return;
+	if (to_end || jp->now >= jp->map_retry) {
 		jp->map_retry = jp->now + MAP_RETRY_NS;
-		why[0] = '\0';
-		if (jp->root_fd >= 0)
-			fd = perfmap_openat(jp->root_fd, jp->ns_pid, jp->uid, jp->euid, why,
-					    sizeof(why));
-		else if (!jp->exited)
-			fd = perfmap_open(jp->pid, jp->ns_pid, why, sizeof(why));
-		else
+		fd = open_map(jr, jp);
+		if (fd == -1)
 			return;
-		if (fd == -ENOENT || fd == -ESRCH)
-			return;
-		if (fd < 0) {
-			jp->map_given_up = true;
-			warn(jr, jp, "%s: %s", jp->map_path, why[0] ? why : strerror(-fd));
-			return;
-		}
-		if (!jp->map && !(jp->map = perfmap__new())) {
+		if (fd >= 0 && jp->map_fd >= 0 && same_file(fd, jp->map_fd)) {
 			close(fd);
-			return;
+		} else if (fd >= 0) {
+			restart_map(jp, fd);
+			jr->stats.maps++;
 		}
-		jp->map_fd = fd;
-		jr->stats.maps++;
 	}
-	do {
-		got = perfmap__read_more(jp->map, jp->map_fd, &jp->map_off, POLL_BYTES);
-		if (got == -ESTALE) {
-			/* written again from the start: its code is new, the old lines were written already */
-			perfmap__free(jp->map);
-			jp->map = perfmap__new();
-			jp->map_off = 0;
-			jp->map_written = 0;
-			if (!jp->map)
-				return;
-			got = 1;
-		}
-	} while (to_end && got > 0);
+	if (jp->map_fd < 0)
+		return;
+	/* a runtime that writes its map again and again is read at most this often per poll */
+	for (int restarts = 0; restarts < 4; restarts++) {
+		if (!jp->map && !(jp->map = perfmap__new()))
+			return;
+		do
+			got = perfmap__read_more(jp->map, jp->map_fd, &jp->map_off, POLL_BYTES);
+		while (to_end && got > 0);
+		if (got != -ESTALE)
+			break;
+		/* written again from its start: what it said before was written already */
+		write_map_entries(jr, jp);
+		restart_map(jp, jp->map_fd);
+	}
+	if (!jp->map)
+		return;
 	if (to_end)
 		perfmap__finish(jp->map);
 	if (got < 0 && got != -ENOMEM && got != -ESTALE) {
