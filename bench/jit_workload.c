@@ -45,11 +45,14 @@
  * replaced by one of 8 compiled C functions of the same shape: no JIT
  * code, no perf map.
  *
- * It prints one line at the end: its pid, mode, the chains it ran and the
- * map it wrote (left in place: a profiler may read it after the process
- * exits; scripts/bench-jit removes it).
+ * It prints a line when the chains start (its pid, mode, where the code is
+ * and the map it wrote), and one at the end with the chains it ran. The map
+ * is left in place (a profiler may read it after the process exits;
+ * scripts/bench-jit removes it).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -235,6 +238,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (baseline)
+		printf("jit_workload: pid %d, baseline (8 C functions)\n", (int)getpid());
+	else
+		printf("jit_workload: pid %d, jit, %zu functions at 0x%" PRIxPTR "-0x%" PRIxPTR
+		       ", map %s\n", (int)getpid(), n, (uintptr_t)code, (uintptr_t)(code + len), map);
+	fflush(stdout);
 	t0 = now();
 	do {
 		for (int i = 0; i < 16; i++)
@@ -242,13 +251,7 @@ int main(int argc, char **argv)
 		chains += 16;
 		t = now();
 	} while (t - t0 < seconds);
-	if (baseline)
-		printf("jit_workload: pid %d, baseline (8 C functions), %" PRIu64 " chains in %.2f s "
-		       "(%.0f/s)\n", (int)getpid(), chains, t - t0, chains / (t - t0));
-	else
-		printf("jit_workload: pid %d, jit, %zu functions at 0x%" PRIxPTR "-0x%" PRIxPTR
-		       ", map %s; %" PRIu64 " chains in %.2f s (%.0f/s)\n", (int)getpid(), n,
-		       (uintptr_t)code, (uintptr_t)(code + len), map, chains, t - t0,
-		       chains / (t - t0));
+	printf("jit_workload: %" PRIu64 " chains in %.2f s (%.0f/s)\n", chains, t - t0,
+	       chains / (t - t0));
 	return 0;
 }

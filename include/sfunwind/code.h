@@ -53,9 +53,10 @@ struct sfu_code_stats {
  * back from x29 to sp, bl/blr once x30 is saved, ret, b, b.cond, cbz, cbnz,
  * tbz, tbnz, br (a tail call), brk, and the PAC hints on x30 (rows after
  * paciasp or pacibsp carry SFU_ROW_MANGLED_RA; the FDE names the key).
- * Another change of the SP is allowed only under a frame pointer, whose rows
- * then give the CFA from the FP. SP-based heights are multiples of 8
- * (x86-64) or 16 (AArch64), at most 64 KiB.
+ * Rows give the CFA from the SP while its height is known. Another change
+ * of the SP is allowed only under a frame pointer, whose rows then give the
+ * CFA from the FP. SP-based heights are multiples of 8 (x86-64) or 16
+ * (AArch64), at most 64 KiB.
  *
  * Nothing is approximated: code that does what the model cannot state
  * exactly (an unknown change of the SP without a frame pointer, two paths

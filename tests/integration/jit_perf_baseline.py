@@ -159,7 +159,7 @@ def find_python(minor):
         if p.returncode == 0 and p.stdout.strip() == f'(3, {minor})':
             return path
     raise Missing(f'{name} not found ($(pyenv root)/versions/3.{minor}.*/bin/{name} or PATH: '
-                  f'pyenv\'s builds are on the CI image, not on Debian 12)')
+                  f'Debian 12 has neither; pyenv\'s builds are on this project\'s image)')
 
 
 def find_node():
@@ -409,13 +409,28 @@ def run_bounded(cmd, timeout, cwd=None, env=None):
 
 
 def perf_once(rt, seconds, work, tag):
-    """One perf recording of @rt's workload: (Figures, notes). PerfFailed when perf died."""
+    """One perf recording of @rt's workload: (Figures, notes). PerfFailed when perf died.
+    The workload runs through `sh -c 'echo $$ >PIDFILE; exec CMD'`, so that the maps and
+    dumps of its pid are removed whatever happens."""
     data = os.path.join(work, f'{tag}.perf.data')
-    remove_files([data, data + '.old'])
+    pidfile = os.path.join(work, f'{tag}.pid')
+    remove_files([data, data + '.old', pidfile])
     cmd = ['perf', 'record', '-q', '--no-bpf-event', '-B', '-N', '-F', str(FREQ)]
     cmd += ['-g'] if rt.spec['mode'] == 'fp' else ['--call-graph', 'dwarf', '-k', 'mono']
-    cmd += ['-o', data, '--', *rt.cmd(seconds)]
+    cmd += ['-o', data, '--', 'sh', '-c', 'echo $$ >"$0"; exec "$@"', pidfile,
+            *rt.cmd(seconds)]
     log('$ ' + quote(cmd))
+    try:
+        return perf_analyse(rt, seconds, work, tag, cmd, data)
+    finally:
+        try:
+            with open(pidfile) as f:
+                remove_files(runtime_files([int(f.read().strip())], work))
+        except (OSError, ValueError):
+            pass
+
+
+def perf_analyse(rt, seconds, work, tag, cmd, data):
     rc, out, err = run_bounded(cmd, timeout=seconds * 10 + 120, cwd=work)
     if out.strip():
         log('  ' + out.strip().splitlines()[-1])
@@ -440,8 +455,7 @@ def perf_once(rt, seconds, work, tag):
     if not samples:
         raise PerfFailed(f'perf script printed no samples: {err.strip()[-300:]}')
     fig = Figures(samples)
-    files = runtime_files(fig.pids, work)
-    for f in files:
+    for f in runtime_files(fig.pids, work):
         if f.endswith('.dump'):
             notes.append(f'{f}: {jitdump_summary(f)}')
     rc, mm, err = run_bounded(['perf', 'script', '--show-mmap-events', '-F', 'comm', '-i', raw],
@@ -452,7 +466,7 @@ def perf_once(rt, seconds, work, tag):
     elif rt.spec['inject'] or mapped:
         notes.append('jitdump mapped into the process (an MMAP record perf inject --jit '
                      f'follows): {", ".join(mapped) or "none"}')
-    remove_files(files)
+    remove_files(runtime_files(fig.pids, work))
     return fig, notes
 
 

@@ -33,10 +33,10 @@ Cases (the runtimes' flags: jit_perf_baseline.ROWS):
 
 A run must have MIN_SAMPLES samples: the workload runs until it has used SECONDS of CPU
 time (so that, however loaded the machine, a run takes about as many samples, the same
-share of them in its start-up), and once again for twice as long if it had fewer. Each check on a recording is also run against a wrong expectation (the
-chain with two functions swapped) and must then fail. Every process started is in a process
-group of its own, killed by its id on a timeout; the maps and dumps the runtimes leave are
-removed.
+share of them in its start-up), and once again for twice as long if it had fewer. The
+chain checks are also run against a wrong expectation (the chain with jit_outer and
+jit_middle swapped) and must then fail. Every process started is in a process group of its
+own, killed by its id on a timeout; the maps, dumps and logs the runtimes leave are removed.
 
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, the runtime missing: node,
 java/javac, pyenv's python3.12 or python3.13).
@@ -91,6 +91,7 @@ class Ctx:
         self.sfprof = os.path.abspath(args.sfprof)
         self.work = os.path.abspath(args.workdir)
         self.case = args.case
+        self.pids = set()       # of the recorded processes: their maps and dumps go at the end
 
     def path(self, name):
         return os.path.join(self.work, name)
@@ -128,6 +129,11 @@ def record(ctx, runtime, seconds, out):
         log('  ' + line)
     if rc:
         log(stderr.rstrip())
+        if os.path.exists(out):         # what was written names the processes to clean up
+            try:
+                script_samples(ctx, out)
+            except (Failure, subprocess.TimeoutExpired):
+                pass
         raise Failure(f'sfprof record exited with {rc}')
     m = next((SUMMARY.search(line) for line in lines if SUMMARY.search(line)), None)
     return (m.group(0) if m else '(no summary line)'), (float(m.group(4)) if m else None)
@@ -137,7 +143,9 @@ def script_samples(ctx, data):
     out, err = ctx.sfprof_run(['script', '-i', data, '-F', jb.SCRIPT_FIELDS])
     if err.strip():
         log(err.strip()[:500])
-    return jb.parse_script(out)
+    samples = jb.parse_script(out)
+    ctx.pids.update(s.pid for s in samples)
+    return samples
 
 
 def record_enough(ctx, runtime):
@@ -153,7 +161,6 @@ def record_enough(ctx, runtime):
             return data, samples, own_complete
         if attempt == 1:
             log(f'  fewer than {MIN_SAMPLES} samples: recording again for {2 * seconds:g} s of CPU')
-            cleanup_runtime_files(ctx, samples)
             seconds *= 2
     if len(samples) < MIN_USABLE:
         raise Failure(f'only {len(samples)} samples in a {seconds:g} s run (need {MIN_USABLE} '
@@ -161,11 +168,6 @@ def record_enough(ctx, runtime):
     log(f'note: only {len(samples)} samples in a {seconds:g} s run ({MIN_SAMPLES} wanted): '
         f'the figures are coarser')
     return data, samples, own_complete
-
-
-def cleanup_runtime_files(ctx, samples):
-    files = jb.runtime_files(sorted({s.pid for s in samples}), ctx.work)
-    jb.remove_files(files)
 
 
 # --- the figures ---
@@ -289,38 +291,36 @@ def run_case(ctx):
     log(f'{runtime.version}: {quote(runtime.cmd(SECONDS))}')
     data, samples, own_complete = record_enough(ctx, runtime)
     fails = []
-    try:
-        fig = jb.Figures(samples)
-        log(f'sfprof: {fig.line()}')
-        for line in fig.details():
-            log(line)
-        if own_complete is not None:
-            log(f'  (sfprof record\'s own count: {own_complete:.1f}% complete)')
-        fails += figure_fails(fig, jit, spec['runtime'])
-        if jit:
-            fails += check_report(ctx, data, not spec['runtime'].startswith('python'))
-            _, f = check_collapsed(ctx, data)
-            fails += f
-            fails += check_pprof(ctx, data)
-            # wrong on purpose: the same checks against the chain with two frames swapped
+    fig = jb.Figures(samples)
+    log(f'sfprof: {fig.line()}')
+    for line in fig.details():
+        log(line)
+    if own_complete is not None:
+        log(f'  (sfprof record\'s own count: {own_complete:.1f}% complete)')
+    fails += figure_fails(fig, jit, spec['runtime'])
+    if jit:
+        fails += check_report(ctx, data, not spec['runtime'].startswith('python'))
+        _, f = check_collapsed(ctx, data)
+        fails += f
+        fails += check_pprof(ctx, data)
+        # wrong on purpose: the same checks against the chain with two frames swapped
+        if not fails:
+            bad = jb.Figures(samples, chain=WRONG_CHAIN)
+            if bad.chain_pct >= CHAIN_MIN:
+                fails.append(f'negative check did not fail: the chain '
+                             f'{" -> ".join(WRONG_CHAIN)} is in {bad.chain_pct:.1f}%')
+            if check_collapsed(ctx, data, WRONG_CHAIN)[1] == []:
+                fails.append('negative check did not fail: a collapsed line holds '
+                             f'{";".join(WRONG_CHAIN)}')
             if not fails:
-                bad = jb.Figures(samples, chain=WRONG_CHAIN)
-                if bad.chain_pct >= CHAIN_MIN:
-                    fails.append(f'negative check did not fail: the chain '
-                                 f'{" -> ".join(WRONG_CHAIN)} is in {bad.chain_pct:.1f}%')
-                if check_collapsed(ctx, data, WRONG_CHAIN)[1] == []:
-                    fails.append('negative check did not fail: a collapsed line holds '
-                                 f'{";".join(WRONG_CHAIN)}')
                 log('ok: negative checks fail as they must (the chain with jit_outer and '
                     'jit_middle swapped)')
-        else:
-            log(f'  {ctx.case}: the frames are the interpreter\'s (nothing to name)'
-                if spec['runtime'].startswith('python') else
-                f'  {ctx.case}: without its map flags nothing may get worse')
-        log(f'FIGURES {ctx.case}: samples {fig.samples}, named {fig.named_pct:.1f}%, chain '
-            f'{fig.chain_pct:.1f}%, complete {fig.complete_pct:.1f}%')
-    finally:
-        cleanup_runtime_files(ctx, samples)
+    else:
+        log(f'  {ctx.case}: the frames are the interpreter\'s (nothing to name)'
+            if spec['runtime'].startswith('python') else
+            f'  {ctx.case}: without its map flags nothing may get worse')
+    log(f'FIGURES {ctx.case}: samples {fig.samples}, named {fig.named_pct:.1f}%, chain '
+        f'{fig.chain_pct:.1f}%, complete {fig.complete_pct:.1f}%')
     for f in fails:
         log(f'FAIL: {f}')
     if fails:
@@ -345,6 +345,9 @@ def main():
     except (Failure, subprocess.TimeoutExpired, RuntimeError, OSError) as e:
         log(f'FAIL: {e}')
         return 1
+    finally:
+        # the maps, dumps and logs the runtimes wrote (read by script, report and export)
+        jb.remove_files(jb.runtime_files(sorted(ctx.pids), ctx.work))
     log(f'PASS ({time.monotonic() - t0:.1f} s)')
     return 0
 

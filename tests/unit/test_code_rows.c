@@ -85,10 +85,11 @@ static const struct code_case cases[] = {
 			      CALL_OUT,			/* 8: call elsewhere */
 			      0xc9,			/* 13: leave */
 			      0xc3),			/* 14: ret */
+		/* from the SP while its height is known, frame pointer or not */
 		.rows = { ROW(0, 0, L_SP(8), L_SAME), ROW(1, 0, L_SP(16), L_AT(-16)),
-			  ROW(4, 0, L_FP(16), L_AT(-16)), ROW(14, 0, L_SP(8), L_SAME) },
+			  ROW(8, 0, L_SP(32), L_AT(-16)), ROW(14, 0, L_SP(8), L_SAME) },
 		.num_rows = 4,
-		.probes = { { 8, SFU_REG_FP, 16 }, { 12, SFU_REG_FP, 16 }, { 13, SFU_REG_FP, 16 } },
+		.probes = { { 8, SFU_REG_SP, 32 }, { 12, SFU_REG_SP, 32 }, { 13, SFU_REG_SP, 32 } },
 		.num_probes = 3,
 	},
 	{
@@ -125,11 +126,12 @@ static const struct code_case cases[] = {
 			      CALL_OUT,			/* 8: call elsewhere */
 			      0xc9,			/* 13: leave */
 			      0xc3),			/* 14: ret */
+		/* once the SP's height is unknown, from the FP */
 		.rows = { ROW(0, 0, L_SP(8), L_SAME), ROW(1, 0, L_SP(16), L_AT(-16)),
-			  ROW(4, 0, L_FP(16), L_AT(-16)), ROW(14, 0, L_SP(8), L_SAME) },
+			  ROW(8, 0, L_FP(16), L_AT(-16)), ROW(14, 0, L_SP(8), L_SAME) },
 		.num_rows = 4,
-		.probes = { { 12, SFU_REG_FP, 16 } },
-		.num_probes = 1,
+		.probes = { { 4, SFU_REG_SP, 16 }, { 12, SFU_REG_FP, 16 }, { 13, SFU_REG_FP, 16 } },
+		.num_probes = 3,
 	},
 	{
 		.name = "callee-saved register and lea -8(%rbp),%rsp",
@@ -143,8 +145,10 @@ static const struct code_case cases[] = {
 			      0x5d,			/* 19: pop %rbp */
 			      0xc3),			/* 20: ret */
 		.rows = { ROW(0, 0, L_SP(8), L_SAME), ROW(1, 0, L_SP(16), L_AT(-16)),
-			  ROW(4, 0, L_FP(16), L_AT(-16)), ROW(20, 0, L_SP(8), L_SAME) },
-		.num_rows = 4,
+			  ROW(5, 0, L_SP(24), L_AT(-16)), ROW(9, 0, L_FP(16), L_AT(-16)),
+			  ROW(18, 0, L_SP(24), L_AT(-16)), ROW(19, 0, L_SP(16), L_AT(-16)),
+			  ROW(20, 0, L_SP(8), L_SAME) },
+		.num_rows = 7,
 	},
 	{
 		.name = "a tail call through jmp",
@@ -211,10 +215,9 @@ static const struct code_case cases[] = {
 			      A64_RET),			/* 16: ret */
 		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
 			  A64ROW(4, 0, L_SP(16), L_AT(-8), L_AT(-16)),
-			  A64ROW(8, 0, L_FP(16), L_AT(-8), L_AT(-16)),
 			  A64ROW(16, 0, L_SP(0), L_LR, L_SAME) },
-		.num_rows = 4,
-		.probes = { { 11, SFU_REG_FP, 16 }, { 12, SFU_REG_FP, 16 }, { 16, SFU_REG_SP, 0 } },
+		.num_rows = 3,
+		.probes = { { 11, SFU_REG_SP, 16 }, { 12, SFU_REG_SP, 16 }, { 16, SFU_REG_SP, 0 } },
 		.num_probes = 3,
 	},
 	{
@@ -230,10 +233,9 @@ static const struct code_case cases[] = {
 		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
 			  A64ROW(4, MANGLED, L_SP(0), L_LR, L_SAME),
 			  A64ROW(8, MANGLED, L_SP(16), L_AT(-8), L_AT(-16)),
-			  A64ROW(12, MANGLED, L_FP(16), L_AT(-8), L_AT(-16)),
 			  A64ROW(20, MANGLED, L_SP(0), L_LR, L_SAME),
 			  A64ROW(24, 0, L_SP(0), L_LR, L_SAME) },
-		.num_rows = 6,
+		.num_rows = 5,
 	},
 	{
 		.name = "AArch64: return address signed with key B",
@@ -259,10 +261,28 @@ static const struct code_case cases[] = {
 		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
 			  A64ROW(4, 0, L_SP(32), L_LR, L_SAME),
 			  A64ROW(8, 0, L_SP(32), L_AT(-8), L_AT(-16)),
-			  A64ROW(12, 0, L_FP(16), L_AT(-8), L_AT(-16)),
 			  A64ROW(20, 0, L_SP(32), L_LR, L_SAME),
 			  A64ROW(24, 0, L_SP(0), L_LR, L_SAME) },
-		.num_rows = 6,
+		.num_rows = 5,
+		.probes = { { 15, SFU_REG_SP, 32 } },
+		.num_probes = 1,
+	},
+	{
+		.name = "AArch64: an SP change not modelled, under a frame pointer",
+		.arch = SFU_ARCH_AARCH64,
+		.code = BYTES(0xfd, 0x7b, 0xbf, 0xa9,	/* 0: stp x29, x30, [sp, #-16]! */
+			      0xfd, 0x03, 0x00, 0x91,	/* 4: mov x29, sp */
+			      0xff, 0x63, 0x20, 0xcb,	/* 8: sub sp, sp, x0 */
+			      A64_BL_OUT,		/* 12: bl elsewhere */
+			      0xbf, 0x03, 0x00, 0x91,	/* 16: mov sp, x29 */
+			      0xfd, 0x7b, 0xc1, 0xa8,	/* 20: ldp x29, x30, [sp], #16 */
+			      A64_RET),			/* 24: ret */
+		.rows = { A64ROW(0, 0, L_SP(0), L_LR, L_SAME),
+			  A64ROW(4, 0, L_SP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(12, 0, L_FP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(20, 0, L_SP(16), L_AT(-8), L_AT(-16)),
+			  A64ROW(24, 0, L_SP(0), L_LR, L_SAME) },
+		.num_rows = 5,
 		.probes = { { 15, SFU_REG_FP, 16 } },
 		.num_probes = 1,
 	},
@@ -275,9 +295,8 @@ static const struct code_case cases[] = {
 			      A64_RET),			/* 12: ret */
 		.rows = { A64ROW(0, FLEX, L_SP(0), L_LR, L_SAME),
 			  A64ROW(4, FLEX, L_SP(16), L_LR, L_AT(-16)),
-			  A64ROW(8, FLEX, L_FP(16), L_LR, L_AT(-16)),
 			  A64ROW(12, FLEX, L_SP(0), L_LR, L_SAME) },
-		.num_rows = 4,
+		.num_rows = 3,
 	},
 	{
 		.name = "AArch64: a leaf, and cmp sp (capstone 4 says it writes sp)",
@@ -751,7 +770,7 @@ static void test_unwind_through_trampoline_a64(void **state)
 	assert_int_equal(step.regs.pc, CALLER_RA);
 	assert_int_equal(step.regs.sp, entry_sp);
 
-	/* a return address after blr x3: CFA = x29 + 16 */
+	/* a return address after blr x3: CFA = SP + 16 */
 	regs = (struct sfu_regs){ .pc = STUB + 12, .sp = entry_sp - 16, .fp = entry_sp - 16 };
 	assert_int_equal(sfu_unwind_step(as, &opts, &regs, 0, sfu_snapshot_read, &snap, &step), 0);
 	assert_int_equal(step.regs.pc, CALLER_RA);

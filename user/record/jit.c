@@ -92,7 +92,6 @@ struct jproc {
 	uint64_t dump_start, dump_end;
 	struct jitdump_file *dump;
 	bool dump_given_up;
-	bool dump_arch_time;		/* timestamps of the TSC: not comparable to samples */
 	uint8_t *eh;			/* UNWINDING_INFO waiting for its code load */
 	size_t eh_size, eh_hdr_size;
 	uint64_t debug_addr;		/* DEBUG_INFO waiting for its code load */
@@ -489,6 +488,27 @@ static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 	write_map_entries(jr, jp);
 }
 
+static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+static void put_varint(uint8_t *buf, size_t *len, uint64_t v)
+{
+	do {
+		buf[(*len)++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+}
+
 /* The lines of a DEBUG_INFO record in the profile's encoding (struct profile_jit). */
 static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
 		       const struct jitdump_record *r)
@@ -505,7 +525,9 @@ static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
 	jp->debug_len = 0;
 	jp->debug_addr = r->debug.code_addr;
 	while (n++ < PROFILE_JIT_MAX_LINES && jitdump_debug__next(h, r, &off, &ln) == 1) {
-		bool same = prev && ln.file_len == prev_len && !memcmp(ln.file, prev, prev_len);
+		/* "\xff" is "the file of the entry before", as perf reads it */
+		bool same = (prev && ln.file_len == prev_len && !memcmp(ln.file, prev, prev_len)) ||
+			    (ln.file_len == 1 && (uint8_t)ln.file[0] == 0xff);
 		size_t flen = same ? 0 : ln.file_len;
 		uint64_t vals[3] = { ln.addr - r->debug.code_addr, (uint64_t)(uint32_t)ln.line, flen };
 
@@ -514,21 +536,56 @@ static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
 			continue;
 		if (VEC_RESERVE(buf, cap, len + 30 + flen, 256) || len + 30 + flen > LINES_BYTES_MAX)
 			break;
-		for (int k = 0; k < 3; k++) {
-			uint64_t v = vals[k];
-
-			do {
-				buf[len++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-				v >>= 7;
-			} while (v);
-		}
+		for (int k = 0; k < 3; k++)
+			put_varint(buf, &len, vals[k]);
 		memcpy(buf + len, ln.file, flen);
 		len += flen;
-		prev = ln.file;
-		prev_len = ln.file_len;
+		if (flen) {
+			prev = ln.file;
+			prev_len = ln.file_len;
+		}
 	}
 	jp->debug = buf;
 	jp->debug_len = len;
+}
+
+/*
+ * The DEBUG_INFO kept for the code load of @name, @code_size bytes, checked:
+ * V8 writes each address 0x40 past the code's (the offset perf inject once
+ * gave .text), taken off for its code ("JS:" names); a line outside the code
+ * means the record cannot be trusted (Node 20 writes some script names from
+ * freed memory, and the entries after them are garbage): no lines then.
+ * @return whether jp->debug holds lines to use.
+ */
+static bool check_lines(struct jproc *jp, const char *name, uint64_t code_size)
+{
+	const uint8_t *p = jp->debug, *end = jp->debug + jp->debug_len;
+	uint64_t shift = strncmp(name, "JS:", 3) ? 0 : 0x40;
+	uint8_t *out = malloc(jp->debug_len + 1);
+	size_t len = 0;
+
+	if (!out)
+		return false;
+	while (p < end) {
+		uint64_t off, line, flen;
+
+		if (!lines_varint(&p, end, &off) || !lines_varint(&p, end, &line) ||
+		    !lines_varint(&p, end, &flen) || flen > (uint64_t)(end - p) || off < shift ||
+		    off - shift >= code_size || memchr(p, '\0', flen)) {
+			free(out);
+			return false;
+		}
+		put_varint(out, &len, off - shift);
+		put_varint(out, &len, line);
+		put_varint(out, &len, flen);
+		memcpy(out + len, p, flen);
+		len += flen;
+		p += flen;
+	}
+	free(jp->debug);
+	jp->debug = out;
+	jp->debug_len = len;
+	return true;
 }
 
 static uint16_t elf_machine(enum sfu_arch arch)
@@ -640,8 +697,10 @@ static int on_dump_record(void *ctx, const struct jitdump_header *h, const struc
 	struct dump_ctx *dc = ctx;
 	struct jit_recorder *jr = dc->jr;
 	struct jproc *jp = dc->jp;
-	uint64_t t = jp->dump_arch_time ? jp->now : r->timestamp;
-	uint32_t flags = jp->dump_arch_time ? PROFILE_JIT_F_MAP : 0;
+	/* the architecture's counter (TSC) is not the samples' clock: its code holds at any time */
+	bool arch_time = h->flags & JITDUMP_FLAGS_ARCH_TIMESTAMP;
+	uint64_t t = arch_time ? jp->now : r->timestamp;
+	uint32_t flags = arch_time ? PROFILE_JIT_F_MAP : 0;
 
 	switch (r->id) {
 	case JITDUMP_CODE_UNWINDING_INFO:
@@ -673,7 +732,8 @@ static int on_dump_record(void *ctx, const struct jitdump_header *h, const struc
 			break;
 		memcpy(name, r->load.name, r->load.name_len);
 		name[r->load.name_len] = '\0';
-		if (jp->debug && jp->debug_addr == r->load.code_addr) {
+		if (jp->debug && jp->debug_addr == r->load.code_addr &&
+		    check_lines(jp, name, r->load.code_size)) {
 			j.lines = jp->debug;
 			j.lines_len = jp->debug_len;
 		}
@@ -772,15 +832,12 @@ static void poll_dump(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 		open_dump(jr, jp);
 	if (!jp->dump)
 		return;
-	do {
-		const struct jitdump_header *h;
-
-		got = jitdump_file__poll(jp->dump, POLL_BYTES, on_dump_record, &dc);
-		h = jitdump_file__header(jp->dump);
-		if (h)
-			jp->dump_arch_time = h->flags & JITDUMP_FLAGS_ARCH_TIMESTAMP;
-	} while (to_end && got > 0);
-	if (got < 0) {
+	/* to the end: a poll that may read the largest record whole, until one delivers none */
+	do
+		got = jitdump_file__poll(jp->dump, to_end ? JITDUMP_RECORD_MAX + JITDUMP_READ_CHUNK :
+					 POLL_BYTES, on_dump_record, &dc);
+	while (to_end && got > 0);
+	if (got < 0 && got != -ENOMEM) {
 		warn(jr, jp, "%s: %s: reading stopped there", jp->dump_name,
 		     jitdump_file__error(jp->dump));
 		jp->dump_given_up = true;
