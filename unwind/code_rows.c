@@ -44,6 +44,7 @@ struct byte_info {
 	struct frame in;	/* B_START: the frame before the instruction */
 	uint8_t kind;		/* enum byte_kind */
 	uint8_t len;		/* B_START: the instruction's length, 0 until decoded */
+	bool queued;		/* in the walk's todo list */
 };
 
 /* Where execution goes after one instruction, and with what frame. */
@@ -51,7 +52,6 @@ struct flow {
 	struct frame out;
 	bool next;		/* falls through to the following instruction */
 	bool jump;		/* goes to target (too) */
-	bool call;		/* a call: falling off the end after it is a call that does not return */
 	uint64_t target;
 };
 
@@ -115,6 +115,16 @@ static bool has_group(const cs_insn *insn, uint8_t group)
 static int32_t height(int64_t v)
 {
 	return v < 0 || v > FRAME_MAX ? HEIGHT_BAD : (int32_t)v;
+}
+
+/*
+ * FP set to CFA - @v: a frame pointer if it points into the frame, below
+ * where the return address and a saved FP can be; else (a pointer to a
+ * local or to an argument) 0, FP holding nothing the rows use.
+ */
+static int32_t frame_pointer(int64_t v)
+{
+	return v >= 2 * SLOT && v <= FRAME_MAX && v % SLOT == 0 ? (int32_t)v : 0;
 }
 
 /*
@@ -345,11 +355,8 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 		}
 		if (x86_op_is(x, 0, X86_REG_RBP) && x86_op_base_disp(x, 1, X86_REG_RSP, &disp) &&
 		    f->sp != SP_UNKNOWN && f->fp_saved) {
-			/* a frame pointer set up as `lea N(%rsp), %rbp` */
-			f->fp = height(f->sp - disp);
-			if (!f->fp)
-				return fail(w, insn->address, "lea %s: a frame pointer at or above the CFA",
-					    insn->op_str);
+			/* a frame pointer set up as `lea N(%rsp), %rbp`, or a pointer to a local */
+			f->fp = frame_pointer(f->sp - disp);
 			return 0;
 		}
 		break;
@@ -360,7 +367,7 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 			if (f->sp == SP_UNKNOWN)
 				return fail(w, insn->address, "mov %s with the stack height unknown",
 					    insn->op_str);
-			f->fp = f->sp;
+			f->fp = frame_pointer(f->sp);
 			return 0;
 		}
 		if (x86_op_is(x, 0, X86_REG_RSP) && x86_op_is(x, 1, X86_REG_RBP) && f->fp) {
@@ -380,7 +387,6 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 		/* a call into the function's own body (not its entry) would not return here as a call */
 		if (x86_op_imm(x, 0, &imm) && (uint64_t)imm > w->addr && (uint64_t)imm - w->addr < w->len)
 			return fail(w, insn->address, "call into the function's own body");
-		fl->call = true;
 		return 0;
 	case X86_INS_RET:
 		if (in->sp != SLOT)
@@ -614,6 +620,9 @@ static int a64_hint(struct walk *w, int64_t hint, struct frame *f)
 {
 	int key;
 
+	/* once saved, the return address is the copy in memory, whatever becomes of x30 */
+	if (f->ra_saved)
+		return 0;
 	switch (hint) {
 	case 24: case 25:	/* paciaz, paciasp */
 	case 26: case 27:	/* pacibz, pacibsp */
@@ -628,11 +637,8 @@ static int a64_hint(struct walk *w, int64_t hint, struct frame *f)
 		f->ra_signed = 0;
 		break;
 	default:
-		return 0;
+		break;
 	}
-	if (f->ra_saved)
-		return fail(w, w->insn->address, "%s on a link register that no longer holds the return address",
-			    w->insn->mnemonic);
 	return 0;
 }
 
@@ -731,11 +737,8 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 		if (a64_op_reg(a, 0, ARM64_REG_X29) && a64_op_reg(a, 1, ARM64_REG_SP) &&
 		    a->op_count == 3 && a64_op_imm(a, 2, &imm) && insn->id == ARM64_INS_ADD &&
 		    f->sp != SP_UNKNOWN && f->fp_saved) {
-			/* add x29, sp, #n: a frame record at the bottom of the frame */
-			f->fp = height((int64_t)f->sp - imm);
-			if (!f->fp)
-				return fail(w, insn->address, "%s %s: a frame pointer at or above the CFA",
-					    insn->mnemonic, insn->op_str);
+			/* add x29, sp, #n: a frame record above the locals, or a pointer to a local */
+			f->fp = frame_pointer((int64_t)f->sp - imm);
 			return 0;
 		}
 		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_X29) &&
@@ -751,10 +754,7 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 			if (f->sp == SP_UNKNOWN)
 				return fail(w, insn->address, "mov %s with the stack height unknown",
 					    insn->op_str);
-			f->fp = f->sp;
-			if (!f->fp)
-				return fail(w, insn->address, "mov %s: a frame pointer at the CFA",
-					    insn->op_str);
+			f->fp = frame_pointer(f->sp);
 			return 0;
 		}
 		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_X29) && f->fp) {
@@ -771,7 +771,6 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 		if (insn->id == ARM64_INS_BL && a->op_count == 1 && a->operands[0].type == ARM64_OP_IMM &&
 		    (uint64_t)a->operands[0].imm > w->addr && (uint64_t)a->operands[0].imm - w->addr < w->len)
 			return fail(w, insn->address, "call into the function's own body");
-		fl->call = true;
 		return 0;
 	case ARM64_INS_RET:
 		if (a->op_count && !a64_op_reg(a, 0, ARM64_REG_X30))
@@ -866,29 +865,55 @@ static int check_frame(struct walk *w, const struct frame *f)
 		if (f->fp_saved > f->sp)
 			return fail(w, at, "the saved frame pointer is popped to no register");
 	}
-	if (f->fp == HEIGHT_BAD)
-		return fail(w, at, "a frame pointer outside the frame");
-	if (f->fp && (f->fp < 2 * SLOT || f->fp % SLOT))
+	if (f->fp && f->fp != frame_pointer(f->fp))
 		return fail(w, at, "a frame pointer %d bytes below the CFA", f->fp);
 	return 0;
+}
+
+/*
+ * Two paths meet at one instruction. What they agree on stays; a frame
+ * pointer one of them no longer has is forgotten, and so is an SP height
+ * they disagree on under a frame pointer both have: the rows from what
+ * remains hold on both paths. Where the caller's FP or the return address
+ * is, or the SP without a common frame pointer, has no such answer.
+ * Returns false when the frames cannot meet.
+ */
+static bool meet(const struct frame *a, const struct frame *b, struct frame *out)
+{
+	*out = *a;
+	if (a->fp_saved != b->fp_saved || a->ra_saved != b->ra_saved || a->ra_signed != b->ra_signed)
+		return false;
+	if (a->fp != b->fp)
+		out->fp = 0;
+	if (a->sp != b->sp)
+		out->sp = SP_UNKNOWN;
+	return out->sp != SP_UNKNOWN || out->fp;
 }
 
 /* A path reaches offset @off with frame @f. */
 static int reach(struct walk *w, uint64_t from, size_t off, const struct frame *f)
 {
 	struct byte_info *b = &w->bytes[off];
+	struct frame met;
 
 	if (b->kind == B_INSIDE)
 		return fail(w, from, "goes into the middle of an instruction at +%#zx", off);
 	if (b->kind == B_START) {
-		if (memcmp(&b->in, f, sizeof(*f)))
+		if (!meet(&b->in, f, &met))
 			return fail(w, from, "paths meet at +%#zx with different frames (CFA = SP + %d or %d)",
 				    off, b->in.sp, f->sp);
-		return 0;
+		if (!memcmp(&met, &b->in, sizeof(met)))
+			return 0;
+		/* knowing less there, go through it and what follows again (twice at most) */
+		b->in = met;
+	} else {
+		b->kind = B_START;
+		b->in = *f;
 	}
-	b->kind = B_START;
-	b->in = *f;
-	w->todo[w->num_todo++] = (uint32_t)off;
+	if (!b->queued) {
+		b->queued = true;
+		w->todo[w->num_todo++] = (uint32_t)off;
+	}
 	return 0;
 }
 
@@ -912,6 +937,10 @@ static int decode(struct walk *w, size_t off)
 	size_t left = w->len - off;
 	uint64_t at = w->addr + off;
 
+	/* again, after paths met: the same bytes, the same instruction */
+	if (w->bytes[off].len)
+		return cs_disasm_iter(w->cs, &p, &left, &at, w->insn) ? 0 :
+		       fail(w, w->addr + off, "bytes that decoded once do not decode again");
 	if (w->insns == SFU_CODE_MAX_INSNS)
 		return fail(w, at, "more than %u instructions", SFU_CODE_MAX_INSNS);
 	if (!cs_disasm_iter(w->cs, &p, &left, &at, w->insn))
@@ -937,6 +966,7 @@ static int walk_paths(struct walk *w)
 		size_t off = w->todo[--w->num_todo];
 		uint64_t at = w->addr + off;
 
+		w->bytes[off].queued = false;
 		if ((err = decode(w, off)) || (err = w->arch->step(w, &w->bytes[off].in, &fl)) ||
 		    (err = check_frame(w, &fl.out)))
 			break;
@@ -945,12 +975,10 @@ static int walk_paths(struct walk *w)
 			err = reach(w, at, fl.target - w->addr, &fl.out);
 		if (err || !fl.next)
 			continue;
+		/* past the end, like a jump elsewhere, the path leaves (a call that does not return) */
 		off += w->bytes[off].len;
 		if (off < w->len)
 			err = reach(w, at, off, &fl.out);
-		else if (!fl.call)
-			/* a call at the end may be to a function that does not return */
-			err = fail(w, at, "runs past the end of the code");
 	}
 	return err;
 }

@@ -47,7 +47,10 @@ struct sfu_code_stats {
  * constant, `mov %rsp,%rbp`, `lea N(%rsp),%rbp`, `mov %rbp,%rsp`,
  * `lea N(%rbp),%rsp`, leave, calls (the stack is as before once they
  * return), ret, direct jumps and conditional branches (both ways), jumps
- * elsewhere (tail calls) and instructions that end a path (int3, ud2, hlt).
+ * elsewhere and falling past the end (tail calls, calls that do not return:
+ * the path leaves) and instructions that end a path (int3, ud2, hlt). FP
+ * set to SP + N is a frame pointer only when it points into the frame
+ * below the saved FP; otherwise it holds nothing the rows use.
  * On AArch64: stp/ldp/str/ldr on [sp] (offset, pre- and post-index),
  * add/sub of sp by a constant, `mov x29, sp`, `add x29, sp, #N`, moves
  * back from x29 to sp, bl/blr once x30 is saved, ret, b, b.cond, cbz, cbnz,
@@ -58,13 +61,17 @@ struct sfu_code_stats {
  * CFA from the FP. SP-based heights are multiples of 8 (x86-64) or 16
  * (AArch64), at most 64 KiB.
  *
- * Nothing is approximated: code that does what the model cannot state
- * exactly (an unknown change of the SP without a frame pointer, two paths
- * meeting with different frames, an instruction that cannot be decoded on
- * a path, a jump into the middle of an instruction, the return address or
- * the saved frame pointer overwritten, a return with the frame not undone,
- * more than SFU_CODE_MAX_INSNS instructions) gives no table at all. Stores
- * through registers other than SP and FP are not followed.
+ * Where paths meet, what they agree on is kept: a frame pointer set up on
+ * one path only is forgotten, an SP height that differs under a common
+ * frame pointer becomes unknown. Nothing is approximated: code that does
+ * what the model cannot state exactly (an unknown change of the SP without
+ * a frame pointer, paths meeting with different SP heights and no common
+ * frame pointer or with the caller's FP or return address in different
+ * places, an instruction that cannot be decoded on a path, a jump into the
+ * middle of an instruction, the return address or the saved frame pointer
+ * overwritten, a return with the frame not undone, more than
+ * SFU_CODE_MAX_INSNS instructions) gives no table at all. Stores through
+ * registers other than SP and FP are not followed.
  *
  * The row at an instruction describes the frame before it executes: for an
  * interrupted pc, and for a return address looked up as pc - 1 (inside the

@@ -151,6 +151,33 @@ static const struct code_case cases[] = {
 		.num_rows = 7,
 	},
 	{
+		/* as GCC does without frame pointers: %rbp is a callee-saved register like any other */
+		.name = "paths meet, one with %rbp = SP + N, the other not",
+		.code = BYTES(0x55,			/* 0: push %rbp */
+			      0x48, 0x8d, 0x2c, 0x24,	/* 1: lea (%rsp),%rbp */
+			      0x85, 0xff,		/* 5: test %edi,%edi */
+			      0x74, 0x03,		/* 7: je 12 */
+			      0x48, 0x89, 0xc5,		/* 9: mov %rax,%rbp */
+			      0x5d,			/* 12: pop %rbp */
+			      0xc3),			/* 13: ret */
+		.rows = { ROW(0, 0, L_SP(8), L_SAME), ROW(1, 0, L_SP(16), L_AT(-16)),
+			  ROW(13, 0, L_SP(8), L_SAME) },
+		.num_rows = 3,
+	},
+	{
+		.name = "paths meet with different SP heights under a frame pointer",
+		.code = BYTES(0x55,			/* 0: push %rbp */
+			      0x48, 0x89, 0xe5,		/* 1: mov %rsp,%rbp */
+			      0x85, 0xff,		/* 4: test %edi,%edi */
+			      0x74, 0x01,		/* 6: je 9 */
+			      0x50,			/* 8: push %rax */
+			      0xc9,			/* 9: leave, with CFA = SP + 16 or SP + 24 */
+			      0xc3),			/* 10: ret */
+		.rows = { ROW(0, 0, L_SP(8), L_SAME), ROW(1, 0, L_SP(16), L_AT(-16)),
+			  ROW(9, 0, L_FP(16), L_AT(-16)), ROW(10, 0, L_SP(8), L_SAME) },
+		.num_rows = 4,
+	},
+	{
 		.name = "a tail call through jmp",
 		.code = BYTES(0x48, 0x83, 0xec, 0x08,	/* 0: sub $0x8,%rsp */
 			      CALL_OUT,			/* 4: call elsewhere */
@@ -194,6 +221,14 @@ static const struct code_case cases[] = {
 		.num_rows = 4,
 		.probes = { { 5, -1, 0 }, { 6, -1, 0 }, { 8, SFU_REG_SP, 8 }, { 14, -1, 0 } },
 		.num_probes = 4,
+	},
+	{
+		/* glibc's fortify wrappers fall into the function after them */
+		.name = "a fall through past the end, as a jump elsewhere",
+		.code = BYTES(0x48, 0x39, 0xd1,		/* 0: cmp %rdx,%rcx */
+			      0x0f, 0x82, 0x00, 0x10, 0x00, 0x00),	/* 3: jb elsewhere */
+		.rows = { ROW(0, 0, L_SP(8), L_SAME) },
+		.num_rows = 1,
 	},
 	{
 		.name = "a call that does not return, at the end",
@@ -393,6 +428,14 @@ static const struct code_case cases[] = {
 		.want_errno = ENOENT, .why = "without a frame pointer",
 	},
 	{
+		.name = "a pointer to a local in %rbp is no frame pointer",
+		.code = BYTES(0x55,			/* 0: push %rbp */
+			      0x48, 0x8d, 0x6c, 0x24, 0x04,	/* 1: lea 0x4(%rsp),%rbp */
+			      0x48, 0x8d, 0x65, 0x08,	/* 6: lea 0x8(%rbp),%rsp: not modelled */
+			      0x5d, 0xc3),		/* 10: pop %rbp; ret */
+		.want_errno = ENOENT, .why = "without a frame pointer",
+	},
+	{
 		.name = "code cut mid-instruction",
 		.code = BYTES(0x48, 0x83, 0xec, 0x08,	/* 0: sub $0x8,%rsp */
 			      0xff, 0xd1,		/* 4: call *%rcx */
@@ -412,11 +455,7 @@ static const struct code_case cases[] = {
 			      0xeb, 0xfb),		/* 4: jmp 1 */
 		.want_errno = ENOENT, .why = "middle of an instruction",
 	},
-	{
-		.name = "a fall through past the end",
-		.code = BYTES(0x48, 0x83, 0xec, 0x08),	/* 0: sub $0x8,%rsp */
-		.want_errno = ENOENT, .why = "past the end",
-	},
+
 	{
 		.name = "the return address overwritten",
 		.code = BYTES(0x48, 0x89, 0x04, 0x24,	/* 0: mov %rax,(%rsp) */

@@ -586,6 +586,11 @@ const char *jitdump_file__error(const struct jitdump_file *f)
 	return f->err ? f->error : "";
 }
 
+int jitdump_file__fd(const struct jitdump_file *f)
+{
+	return f->fd;
+}
+
 uint64_t jitdump_file__offset(const struct jitdump_file *f)
 {
 	return f->have_hdr ? f->base + f->start : 0;

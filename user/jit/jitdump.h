@@ -266,6 +266,9 @@ const char *jitdump_file__error(const struct jitdump_file *f);
  */
 uint64_t jitdump_file__offset(const struct jitdump_file *f);
 
+/** @return the file descriptor read (to see how long the file is now). */
+int jitdump_file__fd(const struct jitdump_file *f);
+
 /** @return the header, or NULL until it has been read. */
 const struct jitdump_header *jitdump_file__header(const struct jitdump_file *f);
 

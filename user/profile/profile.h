@@ -98,6 +98,9 @@ struct profile_sample {
 	uint32_t ustack_id, kstack_id;
 };
 
+/* The longest string field a reader keeps whole (a path, a JIT code's 4,096-byte name); longer ones are cut. */
+#define PROFILE_STR_MAX 8192
+
 /* A profile_jit's range holds code from a perf map: named at any time of its process image. */
 #define PROFILE_JIT_F_MAP	0x1
 /* A profile_jit's range holds no code from its time on (the code moved or was freed). */

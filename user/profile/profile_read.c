@@ -49,7 +49,8 @@ struct profile_reader {
 	struct cursor rec;	/* records left in the current block */
 	uint64_t prev_time;
 	uint64_t block_no;
-	char str[3][4096];	/* string fields of the last record */
+	/* string fields of the last record: up to PROFILE_STR_MAX bytes each, the rest cut */
+	char str[3][PROFILE_STR_MAX + 1];
 	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
 	bool done;
 	/* what the records held, for the checks of lost counts and of the trailer */

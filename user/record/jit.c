@@ -46,6 +46,8 @@
 #define TMPL_MAX 16
 /* Pcs of unknown code remembered as matched (or not) against the templates. */
 #define PCS_TRIED_MAX 65536
+/* A perf map read past this holds no more lines (a hostile one is bounded far above it). */
+#define MAP_MEMORY_MAX (32u << 20)
 /* Exited processes are forgotten this long after their exit (their last samples come later). */
 #define EXITED_KEEP_NS (10ull * 1000000000)
 
@@ -85,7 +87,9 @@ struct jproc {
 	int map_fd;
 	uint64_t map_off, map_retry;
 	size_t map_written;		/* entries written to the file */
-	bool map_given_up;		/* refused (owner, link): said once, not read */
+	bool map_given_up;		/* refused (owner, link), or past its memory: said once, not read */
+	bool map_told;			/* what its bad lines were, said once */
+	bool dump_told;			/* a dump that ends inside a record, said once */
 	char map_path[48];		/* "/tmp/perf-NSPID.map" as the process sees it */
 	/* the jitdump */
 	char *dump_name;		/* as mapped */
@@ -438,6 +442,20 @@ static void restart_map(struct jproc *jp, int fd)
 	jp->map_written = 0;
 }
 
+/* What the map held that could not be used, said once (at the process's exit or the end). */
+static void tell_map(struct jit_recorder *jr, struct jproc *jp)
+{
+	const struct perfmap_stats *st = perfmap__stats(jp->map);
+
+	if (jp->map_told || (!st->bad_lines && !st->names_cut && !st->dropped))
+		return;
+	jp->map_told = true;
+	warn(jr, jp, "%s: %" PRIu64 " lines not of the form START SIZE NAME (%s), %" PRIu64
+	     " names cut to %u bytes, %" PRIu64 " lines past its limits: not read",
+	     jp->map_path, st->bad_lines, st->first_error[0] ? st->first_error : "none",
+	     st->names_cut, PERFMAP_NAME_MAX, st->dropped);
+}
+
 /*
  * Open the perf map when it is there (looked for again every second while it
  * is not, and checked every second for a file renamed over it), read what
@@ -486,6 +504,13 @@ static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 		jp->map_given_up = true;
 	}
 	write_map_entries(jr, jp);
+	if (perfmap__memory(jp->map) > MAP_MEMORY_MAX && !jp->map_given_up) {
+		warn(jr, jp, "%s: %zu lines take more than %u MiB: the lines after them are not read",
+		     jp->map_path, perfmap__count(jp->map), MAP_MEMORY_MAX >> 20);
+		jp->map_given_up = true;
+	}
+	if (to_end)
+		tell_map(jr, jp);
 }
 
 static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -837,6 +862,19 @@ static void poll_dump(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 		got = jitdump_file__poll(jp->dump, to_end ? JITDUMP_RECORD_MAX + JITDUMP_READ_CHUNK :
 					 POLL_BYTES, on_dump_record, &dc);
 	while (to_end && got > 0);
+	if (to_end && got >= 0 && !jp->dump_told) {
+		struct stat st;
+		int fd = jitdump_file__fd(jp->dump);
+
+		/* a record begun and never ended: the runtime died or the file was cut */
+		if (fd >= 0 && !fstat(fd, &st) && (uint64_t)st.st_size > jitdump_file__offset(jp->dump)) {
+			jp->dump_told = true;
+			warn(jr, jp, "%s: ends inside a record at offset %" PRIu64 " of %" PRIu64
+			     ": its last %" PRIu64 " bytes not read", jp->dump_name,
+			     jitdump_file__offset(jp->dump), (uint64_t)st.st_size,
+			     (uint64_t)st.st_size - jitdump_file__offset(jp->dump));
+		}
+	}
 	if (got < 0 && got != -ENOMEM) {
 		warn(jr, jp, "%s: %s: reading stopped there", jp->dump_name,
 		     jitdump_file__error(jp->dump));

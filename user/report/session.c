@@ -700,8 +700,10 @@ static int jit_restack(struct session *s, uint32_t stack, uint32_t image, uint64
 		int64_t e;
 
 		s->scratch[k] = fi;
+		/* JIT code is in a mapping: an address none holds (a pc from before an exec) is not */
 		if (f->kernel || f->omitted || f->sym ||
-		    (f->module && !anon_memory(s->modules[f->module - 1].path)))
+		    (f->module ? !anon_memory(s->modules[f->module - 1].path) :
+				 strcmp(f->dso, "[anon]")))
 			continue;
 		e = jit_find(s, image, f->is_ra && f->addr ? f->addr - 1 : f->addr, t);
 		if (e < 0)
