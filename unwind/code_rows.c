@@ -81,7 +81,7 @@ struct walk {
 	csh cs;
 	cs_insn *insn;
 	struct byte_info *bytes;
-	uint32_t *todo;		/* reached instructions not decoded yet: one entry per offset at most */
+	uint32_t *todo;		/* reached instructions to go through (again): each queued once at a time */
 	size_t num_todo;
 	uint32_t insns;
 	int pauth_key;		/* AArch64: -1 until a PAC instruction, then 0 (key A) or 1 (key B) */

@@ -118,6 +118,14 @@ static void touch_record(const struct profile_record *r, size_t *decoded)
 		sink += r->event.type + r->event.config + r->event.period + r->event.freq_hz +
 			r->event.flags;
 		break;
+	case PROFILE_REC_JIT:
+		touch_str(r->jit.name, "jit name");
+		touch_str(r->jit.source, "jit source");
+		touch_bytes(r->jit.lines, r->jit.lines_len, "jit lines");
+		if (r->jit.end <= r->jit.start)
+			broken("jit record of an empty or wrapping range returned");
+		sink += r->jit.time_ns + r->jit.pid + r->jit.flags;
+		break;
 	default:
 		broken("record of unknown type %u returned", r->type);
 	}

@@ -212,6 +212,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!p)
 		broken("procs__new: %s", strerror(errno));
 	procs__set_copy_sizes(p, 16384, true);
+	/* made-up pids may be live processes: their maps and memory are not this test's */
+	procs__set_jit(p, false);
 	for (size_t at = 0; at + 5 <= size;) {
 		uint8_t kind = data[at];
 		size_t len = get_u32(data + at + 1);

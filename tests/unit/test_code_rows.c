@@ -55,6 +55,7 @@ struct code_case {
 	size_t num_probes;
 };
 
+/* `.code = BYTES(...)` sets .code and, as the member after it, .len */
 #define BYTES(...)	(const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ })
 
 /* CPython 3.12's _Py_trampoline_func_start (libpython3.12.so.1.0, checked with objdump -d). */

@@ -48,6 +48,7 @@ struct procs {
 	struct sfu_frame frames[MAX_UNWIND];
 	struct procs_unwound own;	/* procs__sample()'s */
 	struct jit_recorder *jit;	/* the JIT code of this table's processes */
+	bool jit_off;			/* procs__set_jit() */
 	struct procs_unwound redo;	/* a sample unwound again with rows for its JIT code */
 	struct stack_enc kstack;
 };
@@ -290,7 +291,8 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 	size_t at = offsetof(struct perf_rec_mmap2, filename);
 
 	/* a jitdump is mapped so that profilers find it */
-	if (e->type == PERF_RECORD_MMAP2 && e->size > at && memchr(mm->filename, '\0', e->size - at))
+	if (e->type == PERF_RECORD_MMAP2 && e->size > at && !p->jit_off &&
+	    memchr(mm->filename, '\0', e->size - at))
 		jit_recorder__mmap(p->jit, mm->pid, mm->addr, mm->addr + mm->len, mm->filename);
 	proctab__task_event(p->tab, e, time);
 }
@@ -303,6 +305,11 @@ void procs__jit_flush(struct procs *p, uint64_t time)
 const struct jit_stats *procs__jit_stats(const struct procs *p)
 {
 	return jit_recorder__stats(p->jit);
+}
+
+void procs__set_jit(struct procs *p, bool on)
+{
+	p->jit_off = !on;
 }
 
 void procs__set_writer(struct procs *p, struct profile_writer *w)
@@ -534,7 +541,7 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	struct thread *th;
 	bool fresh;
 
-	if (u->use.unwound && !u->err)
+	if (u->use.unwound && !u->err && !p->jit_off)
 		u = jit_unwind(p, pr, h, ustack, u);
 	*use = u->use;
 	if (p->copy_adaptive)

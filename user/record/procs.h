@@ -88,6 +88,13 @@ void procs__set_copy_sizes(struct procs *p, uint32_t start, bool adaptive);
 void procs__set_fp_only(struct procs *p, bool fp_only);
 
 /**
+ * procs__set_jit() - read the perf maps and jitdumps of the processes (the
+ * default), or not: a test of the record path on made-up pids must not read
+ * the files and memory of the live processes that have them.
+ */
+void procs__set_jit(struct procs *p, bool on);
+
+/**
  * procs__set_writer() - write to @w from now on (a window cut: the caller
  * closes the old one). Called while no sample or event is being handled.
  */
