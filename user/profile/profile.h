@@ -128,6 +128,29 @@ struct profile_jit {
 	size_t lines_len;
 };
 
+/* One entry of profile_jit.lines. */
+struct profile_jit_line {
+	uint64_t offset;	/* from the code's start */
+	uint64_t line;
+	const char *file;	/* file_len bytes, not NUL-terminated; NULL: the previous entry's */
+	size_t file_len;
+};
+
+/* The most bytes profile_jit_line__put() writes besides the file name. */
+#define PROFILE_JIT_LINE_FIXED 30
+
+/**
+ * profile_jit_line__next() - the entry of a jit record's lines at *@p, before
+ * @end; *@p moves past it. @return 1, 0 at the end, -EBADMSG when it overruns.
+ */
+int profile_jit_line__next(const uint8_t **p, const uint8_t *end, struct profile_jit_line *out);
+
+/**
+ * profile_jit_line__put() - @in encoded at @buf, which has room for
+ * PROFILE_JIT_LINE_FIXED bytes and the file name. @return the bytes written.
+ */
+size_t profile_jit_line__put(uint8_t *buf, const struct profile_jit_line *in);
+
 struct profile_lost {
 	uint64_t time_ns;
 	uint32_t cpu;

@@ -513,27 +513,6 @@ static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 		tell_map(jr, jp);
 }
 
-static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
-static void put_varint(uint8_t *buf, size_t *len, uint64_t v)
-{
-	do {
-		buf[(*len)++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-}
-
 /* The lines of a DEBUG_INFO record in the profile's encoding (struct profile_jit). */
 static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
 		       const struct jitdump_record *r)
@@ -554,17 +533,16 @@ static void keep_debug(struct jproc *jp, const struct jitdump_header *h,
 		bool same = (prev && ln.file_len == prev_len && !memcmp(ln.file, prev, prev_len)) ||
 			    (ln.file_len == 1 && (uint8_t)ln.file[0] == 0xff);
 		size_t flen = same ? 0 : ln.file_len;
-		uint64_t vals[3] = { ln.addr - r->debug.code_addr, (uint64_t)(uint32_t)ln.line, flen };
+		struct profile_jit_line out = { ln.addr - r->debug.code_addr, (uint64_t)(uint32_t)ln.line,
+						flen ? ln.file : NULL, flen };
 
 		/* out of order or before the code: the table is read in address order */
 		if (ln.addr < r->debug.code_addr || ln.line <= 0)
 			continue;
-		if (VEC_RESERVE(buf, cap, len + 30 + flen, 256) || len + 30 + flen > LINES_BYTES_MAX)
+		if (VEC_RESERVE(buf, cap, len + PROFILE_JIT_LINE_FIXED + flen, 256) ||
+		    len + PROFILE_JIT_LINE_FIXED + flen > LINES_BYTES_MAX)
 			break;
-		for (int k = 0; k < 3; k++)
-			put_varint(buf, &len, vals[k]);
-		memcpy(buf + len, ln.file, flen);
-		len += flen;
+		len += profile_jit_line__put(buf + len, &out);
 		if (flen) {
 			prev = ln.file;
 			prev_len = ln.file_len;
@@ -587,25 +565,22 @@ static bool check_lines(struct jproc *jp, const char *name, uint64_t code_size)
 	const uint8_t *p = jp->debug, *end = jp->debug + jp->debug_len;
 	uint64_t shift = strncmp(name, "JS:", 3) ? 0 : 0x40;
 	uint8_t *out = malloc(jp->debug_len + 1);
+	struct profile_jit_line ln;
 	size_t len = 0;
+	int got;
 
 	if (!out)
 		return false;
-	while (p < end) {
-		uint64_t off, line, flen;
-
-		if (!lines_varint(&p, end, &off) || !lines_varint(&p, end, &line) ||
-		    !lines_varint(&p, end, &flen) || flen > (uint64_t)(end - p) || off < shift ||
-		    off - shift >= code_size || memchr(p, '\0', flen)) {
-			free(out);
-			return false;
-		}
-		put_varint(out, &len, off - shift);
-		put_varint(out, &len, line);
-		put_varint(out, &len, flen);
-		memcpy(out + len, p, flen);
-		len += flen;
-		p += flen;
+	while ((got = profile_jit_line__next(&p, end, &ln)) == 1) {
+		if (ln.offset < shift || ln.offset - shift >= code_size ||
+		    (ln.file && memchr(ln.file, '\0', ln.file_len)))
+			break;
+		ln.offset -= shift;
+		len += profile_jit_line__put(out + len, &ln);
+	}
+	if (got) {
+		free(out);
+		return false;
 	}
 	free(jp->debug);
 	jp->debug = out;

@@ -69,44 +69,26 @@ static void print_quoted(const char *s)
 	putchar('"');
 }
 
-/* A varint of a jit record's lines at *@p before @end: false when it runs past or is too long. */
-static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 /* A jit record's source lines: " lines +OFF:LINE FILE, +OFF:LINE, ..." (FILE when it changes). */
 static void print_jit_lines(const uint8_t *p, size_t len)
 {
 	const uint8_t *end = p + len;
+	struct profile_jit_line ln;
 	char file[4096];
 	unsigned n = 0;
+	int got;
 
 	fputs(" lines", stdout);
-	while (p < end && n++ < PROFILE_JIT_MAX_LINES) {
-		uint64_t off, line, flen;
-
-		if (!lines_varint(&p, end, &off) || !lines_varint(&p, end, &line) ||
-		    !lines_varint(&p, end, &flen) || flen > (uint64_t)(end - p)) {
-			fputs(" (damaged)", stdout);
-			return;
-		}
-		printf("%s +0x%" PRIx64 ":%" PRIu64, n > 1 ? "," : "", off, line);
-		if (flen) {
-			snprintf(file, sizeof(file), "%.*s", (int)flen, (const char *)p);
+	while (n++ < PROFILE_JIT_MAX_LINES && (got = profile_jit_line__next(&p, end, &ln)) == 1) {
+		printf("%s +0x%" PRIx64 ":%" PRIu64, n > 1 ? "," : "", ln.offset, ln.line);
+		if (ln.file) {
+			snprintf(file, sizeof(file), "%.*s", (int)ln.file_len, ln.file);
 			putchar(' ');
 			print_quoted(file);
-			p += flen;
 		}
 	}
+	if (got < 0)
+		fputs(" (damaged)", stdout);
 }
 
 static void print_record(const struct profile_record *r)

@@ -605,49 +605,30 @@ static int64_t jit_find(struct session *s, uint32_t image, uint64_t addr, uint64
 	return best;
 }
 
-/* A varint of the lines blob at *@p before @end: false when it runs past or is too long. */
-static bool lines_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 /* The source line of offset @off in @e's code: the last line entry at or before it. */
 static void jit_line(struct session *s, const struct jit_entry *e, uint64_t off,
 		     struct session_frame *f)
 {
 	const uint8_t *c = e->lines, *end = e->lines + e->lines_len;
-	const uint8_t *file = NULL, *found_file = NULL;
+	struct profile_jit_line ln, found = { 0 };
+	const char *file = NULL;
 	size_t file_len = 0, found_len = 0;
-	uint64_t found_line = 0;
+	const char *found_file = NULL;
 
-	for (unsigned n = 0; c < end && n < PROFILE_JIT_MAX_LINES; n++) {
-		uint64_t at, line, len;
-		const uint8_t *p;
-
-		if (!lines_varint(&c, end, &at) || !lines_varint(&c, end, &line) ||
-		    !lines_varint(&c, end, &len) || len > (uint64_t)(end - c) || at > off)
+	for (unsigned n = 0; n < PROFILE_JIT_MAX_LINES; n++) {
+		if (profile_jit_line__next(&c, end, &ln) != 1 || ln.offset > off)
 			break;
-		p = c;
-		c += len;
-		if (len) {
-			file = p;
-			file_len = len;
+		if (ln.file) {
+			file = ln.file;
+			file_len = ln.file_len;
 		}
-		found_line = line;
+		found = ln;
 		found_file = file;
 		found_len = file_len;
 	}
-	if (found_file && found_line && found_line <= UINT32_MAX) {
-		f->file = keep(s, (const char *)found_file, found_len);
-		f->line = (unsigned)found_line;
+	if (found_file && found.line && found.line <= UINT32_MAX) {
+		f->file = keep(s, found_file, found_len);
+		f->line = (unsigned)found.line;
 	}
 }
 
