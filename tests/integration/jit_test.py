@@ -280,6 +280,39 @@ def check_pprof(ctx, data):
 
 # --- the case ---
 
+def check_other_outputs(ctx, data, leaf_has_self):
+    """report -g, svg, markup, diff and an archive read elsewhere name the chain too."""
+    fails = []
+    out, _ = ctx.sfprof_run(['report', '-i', data, '--stdio', '--children', '-g', 'caller'])
+    missing = [f for f in jb.CHAIN if f not in out]
+    log(f'  report -g: {"all of the chain" if not missing else "missing " + ", ".join(missing)}')
+    if missing:
+        fails.append(f'report -g names no {", ".join(missing)}')
+    svg = ctx.path('profile.svg')
+    ctx.sfprof_run(['export', '-i', data, '--format', 'svg', '-o', svg])
+    with open(svg, encoding='utf-8', errors='replace') as f:
+        text = f.read()
+    missing = [f for f in jb.CHAIN if f not in text]
+    if missing:
+        fails.append(f'export --format svg names no {", ".join(missing)}')
+    out, _ = ctx.sfprof_run(['export', '-i', data, '--format', 'markup'])
+    named = [line for line in out.splitlines() if jb.LEAF in line and ' in ' in line]
+    log(f'  markup: {len(named)} frame lines name {jb.LEAF}')
+    if not named:
+        fails.append(f'export --format markup writes no frame named {jb.LEAF}')
+    if leaf_has_self:
+        out, _ = ctx.sfprof_run(['diff', data, data])
+        if not any(jb.LEAF in line for line in out.splitlines() if not line.startswith('#')):
+            fails.append(f'diff has no row for {jb.LEAF}')
+    arch = ctx.path('profile.tar.zst')
+    ctx.sfprof_run(['archive', '-i', data, '-o', arch])
+    out, _ = ctx.sfprof_run(['report', '-i', arch, '--stdio', '--children', '--sort', 'sym'])
+    if jb.LEAF not in out:
+        fails.append(f'report of the archive names no {jb.LEAF}')
+    os.unlink(arch)
+    return fails
+
+
 def run_case(ctx):
     try:
         runtime = jb.Runtime(ctx.case, ctx.work)
@@ -303,6 +336,7 @@ def run_case(ctx):
         _, f = check_collapsed(ctx, data)
         fails += f
         fails += check_pprof(ctx, data)
+        fails += check_other_outputs(ctx, data, not spec['runtime'].startswith('python'))
         # wrong on purpose: the same checks against the chain with two frames swapped
         if not fails:
             bad = jb.Figures(samples, chain=WRONG_CHAIN)
