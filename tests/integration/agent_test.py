@@ -31,6 +31,8 @@ agent_leaf <- agent_mid <- main.
               made file addresses through the mapping, are agent_leaf,
               agent_mid and main to addr2line (what a server that symbolizes
               by build ID does).
+  jit         CPython 3.12 -X perf with --no-symbolize: the JIT frames of its perf map are
+              named in the payloads (py::jit_leaf <- ... <- py::jit_main), nothing else is.
   flight      `record --flight-recorder 2`: SIGUSR2 writes the last 2 s of
               samples and nothing older (a program that changes its leaf
               function every second says which second a sample is from).
@@ -351,10 +353,12 @@ def case_down(ctx):
     check_total(pushes, total)
 
 
-def pprof_addresses(path):
+def pprof_addresses(path, symbolize=True):
     """go tool pprof -raw: (samples [(count, [(address, mapping id, name) leaf first])],
-    mappings {id: (start, limit, offset, file, build id)})."""
-    p = subprocess.run(['go', 'tool', 'pprof', '-raw', path], stdout=subprocess.PIPE,
+    mappings {id: (start, limit, offset, file, build id)}). Without @symbolize, pprof
+    leaves unnamed locations unnamed (it would look for the binaries to name them)."""
+    cmd = ['go', 'tool', 'pprof', '-raw'] + ([] if symbolize else ['-symbolize=none'])
+    p = subprocess.run(cmd + [path], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=60)
     if p.returncode or 'malformed' in p.stderr:
         raise Failure(f'go tool pprof -raw {path}: {p.stderr.strip()[:300]}')
@@ -445,6 +449,53 @@ def case_raw(ctx):
     must_fail('names left in', check_raw, chains, names | {'agent_leaf'}, work, want_id)
     shifted = [(c, [(a + 0x40, b) for a, b in own]) for c, own in chains]
     must_fail('addresses off by 0x40', check_raw, shifted, names, work, want_id)
+
+
+def case_jit(ctx):
+    """CPython 3.12 -X perf under the agent with --no-symbolize: its JIT frames are named in
+    the payloads all the same (a server cannot name them by build ID), chain in order."""
+    import jit_perf_baseline as jb
+    try:
+        python = jb.find_python(12)
+    except jb.Missing as e:
+        log(f'SKIP: {e}')
+        sys.exit(SKIP)
+    script = os.path.join(os.path.dirname(HERE), 'progs', 'jit', 'chain.py')
+    rcv = Receiver(free_port(), ctx.path('received'))
+    rcv.start()
+    try:
+        p = ctx.spawn([python, '-X', 'perf', script, '8'], stdout=subprocess.DEVNULL)
+        s = agent(ctx, ['--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
+                        ctx.path('spool'), '--window', '2', '-d', '6', '-F', '99',
+                        '--max-memory', '128M', '--no-symbolize'])
+    finally:
+        rcv.stop()
+        if p.poll() is None:
+            p.kill()
+        for f in (f'/tmp/perf-{p.pid}.map',):
+            if os.path.exists(f):
+                os.unlink(f)
+    mine = [x for x in rcv.pushes() if f'exe={python}' in service(x[0])]
+    if not mine:
+        raise Failure(f'no service with exe={python}: {sorted({service(m) for m, _ in rcv.pushes()})[:8]}')
+    want = ['py::jit_leaf', 'py::jit_middle', 'py::jit_outer', 'py::jit_main']
+    # as the payload says them: no names pprof would add from the binaries
+    samples = [(c, [name for _, _, name in frames]) for _, path in mine
+               for c, frames in pprof_addresses(path, symbolize=False)[0]]
+
+    def check(samples, want):
+        hits = total = 0
+        for c, frames in samples:
+            total += c
+            named = [f.split(':/')[0] for f in frames if f.startswith('py::jit_')]
+            if named[:len(want)] == want:
+                hits += c
+        if hits * 2 < total:
+            raise Failure(f'{hits} of {total} samples of {python} name {" <- ".join(want)}')
+        log(f'ok: {hits} of {total} samples of {python} name {" <- ".join(want)} in the payloads')
+    check(samples, want)
+    must_fail('the chain with two frames swapped', check, samples,
+              [want[0], want[2], want[1], want[3]])
 
 
 def spool_files(spool):
@@ -594,7 +645,8 @@ def main():
     preconditions()
     ctx = Ctx(args)
     cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
-             'containers': case_containers, 'flight': case_flight, 'raw': case_raw}
+             'containers': case_containers, 'flight': case_flight, 'raw': case_raw,
+             'jit': case_jit}
     try:
         cases[args.case](ctx)
     except Failure as e:
