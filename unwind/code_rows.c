@@ -1015,19 +1015,6 @@ static void frame_row(const struct frame *f, uint32_t start, struct sfu_row *row
 	}
 }
 
-/* Bytes no path reaches: the unwinder must stop there, not use the row before. */
-static void unreached_row(uint32_t start, struct sfu_row *row)
-{
-	memset(row, 0, sizeof(*row));
-	row->start = start;
-	row->flags = SFU_ROW_UNUSABLE;
-	row->cfa.kind = SFU_LOC_REG_OFFSET;
-	row->cfa.reg = SFU_REG_SP;
-	row->ra.kind = SFU_LOC_UNDEFINED;
-	row->fp.kind = SFU_LOC_SAME;
-	row->fp.reg = SFU_REG_FP;
-}
-
 /* Can the default FRE say @row? After a return address in the link register, not a saved FP. */
 static bool row_is_default(const struct sfu_row *row)
 {
@@ -1044,40 +1031,58 @@ static bool same_rule(const struct sfu_row *a, const struct sfu_row *b)
 }
 
 /*
- * One row where the rule changes (frames that differ in what the rows do
- * not say, such as the SP under a frame pointer, share one), and one at the
- * start of each stretch no path reaches.
+ * One function per stretch of reached instructions, with one row where the
+ * rule changes (frames that differ in what the rows do not say, such as the
+ * SP under a frame pointer, share one). Bytes no path reaches belong to no
+ * function: an unwinder has no rows there and does what it does for code
+ * without any (JIT code entered where no path from its entry leads, as V8's
+ * on-stack replacement does, keeps its frame pointers).
  */
-static int make_rows(const struct walk *w, struct sfu_row **out, size_t *count)
+static int make_funcs(const struct walk *w, struct sfu_sframe_func **out_funcs, size_t *nfuncs,
+		      struct sfu_row **out_rows, size_t *nrows)
 {
+	struct sfu_sframe_func *funcs;
 	struct sfu_row *rows;
-	bool flex = false;
-	size_t n = 0;
+	size_t n = 0, nf = 0;
 
-	/* at most a row per instruction and one per gap after it */
-	rows = calloc((size_t)w->insns * 2 + 1, sizeof(*rows));
-	if (!rows)
+	/* at most a row and a function per instruction */
+	rows = calloc((size_t)w->insns + 1, sizeof(*rows));
+	funcs = calloc((size_t)w->insns + 1, sizeof(*funcs));
+	if (!rows || !funcs) {
+		free(rows);
+		free(funcs);
 		return -ENOMEM;
+	}
 	for (size_t off = 0; off < w->len;) {
 		const struct byte_info *b = &w->bytes[off];
-		uint32_t step = 1;
+		struct sfu_sframe_func *fn;
+		size_t first = n, start = off;
+		bool flex = false;
 
-		if (b->kind == B_START) {
-			frame_row(&b->in, (uint32_t)off, &rows[n]);
-			step = b->len;
-		} else {
-			unreached_row((uint32_t)off, &rows[n]);
+		if (b->kind != B_START) {
+			off++;
+			continue;
 		}
-		flex |= !row_is_default(&rows[n]);
-		if (!n || !same_rule(&rows[n - 1], &rows[n]))
-			n++;
-		off += step;
+		for (; off < w->len && w->bytes[off].kind == B_START; off += w->bytes[off].len) {
+			frame_row(&w->bytes[off].in, (uint32_t)(off - start), &rows[n]);
+			flex |= !row_is_default(&rows[n]);
+			if (n == first || !same_rule(&rows[n - 1], &rows[n]))
+				n++;
+		}
+		/* a row the default FRE cannot say makes the whole function flexible */
+		for (size_t k = first; flex && k < n; k++)
+			rows[k].flags |= SFU_ROW_FLEX;
+		fn = &funcs[nf++];
+		fn->start = w->addr + start;
+		fn->size = (uint32_t)(off - start);
+		fn->pauth_key = w->pauth_key > 0;
+		fn->rows = rows + first;
+		fn->num_rows = n - first;
 	}
-	/* a row the default FRE cannot say makes the whole function flexible */
-	for (size_t k = 0; flex && k < n; k++)
-		rows[k].flags |= SFU_ROW_FLEX;
-	*out = rows;
-	*count = n;
+	*out_funcs = funcs;
+	*nfuncs = nf;
+	*out_rows = rows;
+	*nrows = n;
 	return 0;
 }
 
@@ -1090,23 +1095,18 @@ static int encode(const struct walk *w, struct sfu_code_stats *stats, void **buf
 		.cfa_fixed_ra_offset = w->arch->cfa_fixed_ra_offset,
 		.addr = 0,
 	};
-	struct sfu_sframe_func fn = {
-		.start = w->addr,
-		.size = (uint32_t)w->len,
-		.pauth_key = w->pauth_key > 0,
-	};
+	struct sfu_sframe_func *funcs;
 	struct sfu_row *rows;
-	size_t n;
+	size_t n, nf;
 	int err;
 
-	err = make_rows(w, &rows, &n);
+	err = make_funcs(w, &funcs, &nf, &rows, &n);
 	if (err)
 		return diag_set(diag, err, "out of memory");
-	fn.rows = rows;
-	fn.num_rows = n;
 	stats->rows = (uint32_t)n;
-	err = sfu_sframe_encode(&opts, &fn, 1, buf, size, diag);
+	err = sfu_sframe_encode(&opts, funcs, nf, buf, size, diag);
 	free(rows);
+	free(funcs);
 	return err;
 }
 

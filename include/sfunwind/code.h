@@ -76,15 +76,18 @@ struct sfu_code_stats {
  * The row at an instruction describes the frame before it executes: for an
  * interrupted pc, and for a return address looked up as pc - 1 (inside the
  * call, whose row holds during the callee). Bytes no path reaches (padding
- * after a return, trailing bytes) are covered by rows marked
- * SFU_ROW_UNUSABLE, so that the unwinder stops there rather than guess;
- * they are not decoded.
+ * after a return, trailing bytes, code entered some other way, such as V8's
+ * on-stack replacement) are not decoded and belong to no function: the
+ * table has one function per stretch of reached instructions, so that
+ * there an unwinder does what it does for code without rows (frame
+ * pointers) instead of stopping.
  *
  * Safe from any thread; the decoding itself is serialized, since capstone
- * 4 is not thread-safe on first use. A trampoline takes about 10 us.
+ * 4 is not thread-safe on first use. A trampoline takes about 13 us.
  *
  * @return an SFrame version 3 table (as sfu_sframe__from_eh_frame() makes)
- * with one function, [@addr, @addr + @len), whose start is @addr; or NULL
+ * whose functions cover the reached stretches of [@addr, @addr + @len), the
+ * first starting at @addr; or NULL
  * with errno set: ENOENT when the code cannot be analysed exactly (@stats
  * and @diag say why), ENOTSUP for another architecture, EINVAL for no @code
  * or a range that wraps, ENOMEM.

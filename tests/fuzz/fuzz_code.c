@@ -109,15 +109,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		broken("a table, and a note: %s", st.note);
 	if (!st.insns || st.insns > SFU_CODE_MAX_INSNS)
 		broken("%u instructions", st.insns);
-	if (sfu_sframe__fde_count(sf) != 1)
-		broken("%zu functions", sfu_sframe__fde_count(sf));
-	fde = sfu_sframe__fde(sf, 0);
-	if (fde->start != CODE_ADDR || fde->size != size || fde->num_fres != st.rows)
-		broken("function [%#llx, +%u) with %u rows, the stats say %u",
-		       (unsigned long long)fde->start, fde->size, fde->num_fres, st.rows);
+	/* a function per stretch of reached code, in order, from the entry, within the code */
+	{
+		uint64_t end = CODE_ADDR;
+		uint32_t rows = 0;
+
+		for (size_t i = 0; i < sfu_sframe__fde_count(sf); i++) {
+			fde = sfu_sframe__fde(sf, i);
+			if ((i ? fde->start <= end : fde->start != CODE_ADDR) || !fde->size ||
+			    fde->start + fde->size > CODE_ADDR + size)
+				broken("function %zu [%#llx, +%u) after %#llx", i,
+				       (unsigned long long)fde->start, fde->size,
+				       (unsigned long long)end);
+			end = fde->start + fde->size;
+			rows += fde->num_fres;
+		}
+		if (!sfu_sframe__fde_count(sf) || rows != st.rows)
+			broken("%zu functions with %u rows, the stats say %u",
+			       sfu_sframe__fde_count(sf), rows, st.rows);
+	}
 	for (size_t off = 0; off < size; off++) {
-		if (sfu_sframe__lookup(sf, CODE_ADDR + off, &fde, &row))
-			broken("no row at +%#zx", off);
+		/* bytes no path reaches have no row */
+		if (sfu_sframe__lookup(sf, CODE_ADDR + off, &fde, &row)) {
+			if (!off)
+				broken("no row at the entry");
+			continue;
+		}
+		if (row.flags & SFU_ROW_UNUSABLE)
+			broken("+%#zx: an unusable row", off);
 		/* the entry's row is what the caller's call left */
 		if (!off && ((row.flags & (SFU_ROW_UNUSABLE | SFU_ROW_MANGLED_RA)) ||
 			     row.cfa.reg != SFU_REG_SP || row.cfa.offset != (a64 ? 0 : 8) ||
