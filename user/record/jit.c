@@ -338,6 +338,9 @@ void jit_recorder__mmap(struct jit_recorder *jr, uint32_t pid, uint64_t start, u
 
 	if (!is_jitdump(name))
 		return;
+	/* a process with the pid of one that exited: what was known is of the other */
+	if ((jp = get(jr, pid)) && jp->exited)
+		forget(jr, jp);
 	jp = get_or_new(jr, pid);
 	if (!jp || jp->dump || !(copy = strdup(name)))
 		return;
@@ -1061,6 +1064,11 @@ size_t jit_recorder__sample(struct jit_recorder *jr, const struct proctab_proc *
 	bool need = false;
 	size_t added;
 
+	/* a sample past its exit's grace is of a new process with the pid */
+	if (jp && jp->exited && time - jp->exit_time > PROCTAB_EXIT_GRACE_NS) {
+		forget(jr, jp);
+		jp = NULL;
+	}
 	if (!jp && !npcs && !seen)
 		return 0;
 	if (!jp && !(jp = get_or_new(jr, pr->pid)))
