@@ -93,6 +93,10 @@ ROWS = {
                        jit=True),
     'py313-perf-jit': dict(runtime='python3.13', flags=['-X', 'perf_jit'], mode='dwarf',
                            inject=True, jit=True),
+    # in PID and mount namespaces of its own with a /tmp of its own, as in a container: its
+    # map is /tmp/perf-NSPID.map there, found through /proc/PID/root (sfprof only)
+    'py312-container': dict(runtime='python3.12', flags=['-X', 'perf'], mode='dwarf',
+                            inject=False, jit=True, container=True),
     # without the flags (Java keeps -XX:+PreserveFramePointer: without it no frame-pointer
     # or SFrame unwinder gets through HotSpot's compiled frames, map or no map)
     'node-plain': dict(runtime='node', flags=[], mode='fp', inject=False, jit=False),
@@ -227,6 +231,12 @@ class Runtime:
                                timeout=30)
             self.version = p.stdout.strip()
             self.prefix = [self.exe, *self.spec['flags'], os.path.join(PROGS_JIT, 'chain.py')]
+        if self.spec.get('container'):
+            if not shutil.which('unshare'):
+                raise Missing('unshare not found (util-linux)')
+            self.version += ' in its own PID and mount namespaces, /tmp a tmpfs of its own'
+            self.prefix = ['unshare', '--pid', '--mount', '--fork', '--mount-proc', 'sh', '-c',
+                           'mount -t tmpfs tmpfs /tmp && exec "$0" "$@"', *self.prefix]
 
     def cmd(self, seconds):
         return [*self.prefix, f'{seconds:g}']

@@ -62,7 +62,7 @@ MIN_USABLE = 500            # fewer even then: the figures mean nothing, a failu
 NAMED_MIN, CHAIN_MIN, COMPLETE_MIN = 90.0, 90.0, 95.0
 WRONG_CHAIN = ['jit_main', 'jit_middle', 'jit_outer', 'jit_leaf']
 
-CASES = ['node-map', 'node-jitdump', 'java-map', 'py312-perf', 'py313-perf-jit',
+CASES = ['node-map', 'node-jitdump', 'java-map', 'py312-perf', 'py313-perf-jit', 'py312-container',
          'node-plain', 'java-plain', 'py312-plain', 'py313-plain']
 
 log, quote = jb.log, jb.quote
