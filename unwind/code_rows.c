@@ -157,6 +157,17 @@ static int fp_lost(struct walk *w, struct frame *f)
 	return 0;
 }
 
+/* The frame pointer set from the SP (mov %rsp,%rbp; mov x29, sp): a frame of ours. */
+static int fp_from_sp(struct walk *w, struct frame *f, const cs_insn *insn)
+{
+	if (!f->fp_saved)
+		return fp_lost(w, f);
+	if (f->sp == SP_UNKNOWN)
+		return fail(w, insn->address, "mov %s with the stack height unknown", insn->op_str);
+	f->fp = frame_pointer(f->sp);
+	return 0;
+}
+
 /* The link register is overwritten (AArch64). */
 static int ra_lost(struct walk *w, const struct frame *f)
 {
@@ -361,15 +372,8 @@ static int x86_step(struct walk *w, const struct frame *in, struct flow *fl)
 		}
 		break;
 	case X86_INS_MOV:
-		if (x86_op_is(x, 0, X86_REG_RBP) && x86_op_is(x, 1, X86_REG_RSP)) {
-			if (!f->fp_saved)
-				return fp_lost(w, f);
-			if (f->sp == SP_UNKNOWN)
-				return fail(w, insn->address, "mov %s with the stack height unknown",
-					    insn->op_str);
-			f->fp = frame_pointer(f->sp);
-			return 0;
-		}
+		if (x86_op_is(x, 0, X86_REG_RBP) && x86_op_is(x, 1, X86_REG_RSP))
+			return fp_from_sp(w, f, insn);
 		if (x86_op_is(x, 0, X86_REG_RSP) && x86_op_is(x, 1, X86_REG_RBP) && f->fp) {
 			f->sp = f->fp;
 			return 0;
@@ -748,15 +752,8 @@ static int a64_step(struct walk *w, const struct frame *in, struct flow *fl)
 		}
 		break;
 	case ARM64_INS_MOV:
-		if (a64_op_reg(a, 0, ARM64_REG_X29) && a64_op_reg(a, 1, ARM64_REG_SP)) {
-			if (!f->fp_saved)
-				return fp_lost(w, f);
-			if (f->sp == SP_UNKNOWN)
-				return fail(w, insn->address, "mov %s with the stack height unknown",
-					    insn->op_str);
-			f->fp = frame_pointer(f->sp);
-			return 0;
-		}
+		if (a64_op_reg(a, 0, ARM64_REG_X29) && a64_op_reg(a, 1, ARM64_REG_SP))
+			return fp_from_sp(w, f, insn);
 		if (a64_op_reg(a, 0, ARM64_REG_SP) && a64_op_reg(a, 1, ARM64_REG_X29) && f->fp) {
 			f->sp = f->fp;
 			return 0;
