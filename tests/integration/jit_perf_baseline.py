@@ -235,8 +235,11 @@ class Runtime:
             if not shutil.which('unshare'):
                 raise Missing('unshare not found (util-linux)')
             self.version += ' in its own PID and mount namespaces, /tmp a tmpfs of its own'
+            # the script is opened before /tmp is covered (the tree may be under /tmp)
             self.prefix = ['unshare', '--pid', '--mount', '--fork', '--mount-proc', 'sh', '-c',
-                           'mount -t tmpfs tmpfs /tmp && exec "$0" "$@"', *self.prefix]
+                           'exec 3< "$1" && shift && mount -t tmpfs tmpfs /tmp && '
+                           'exec "$0" "$@"', self.prefix[0], self.prefix[-1],
+                           *self.prefix[1:-1], '/proc/self/fd/3']
 
     def cmd(self, seconds):
         return [*self.prefix, f'{seconds:g}']
