@@ -82,9 +82,8 @@ static void emit_mapping(void *ctx, uint32_t pid, const struct sfu_mapping *m)
 		.prot = m->prot,
 	};
 
-	if (jit_module_is(m->module)) {
-		/* rows this recording made for JIT code: the file knows its memory as anonymous */
-	} else if (m->module) {
+	/* rows this recording made for JIT code (no path): the file knows its memory as anonymous */
+	if (m->module && !jit_module_is(m->module)) {
 		const struct sfu_build_id *bid = sfu_module__build_id(m->module);
 		struct profile_module mod = {
 			.file_size = sfu_module__file_size(m->module),
@@ -160,12 +159,6 @@ static void warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 		p->warn(p->warn_ctx, pid, comm, why);
 }
 
-/* The JIT recorder's writes are the table's: the exit callback above may write them. */
-static int jit_write(void *ctx, const struct profile_jit *j)
-{
-	return emit_jit(ctx, j);
-}
-
 struct sfu_cache *procs__new_cache(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -213,7 +206,7 @@ struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struc
 	p->threads = hmap__new(HMAP_U64);
 	p->learned = hmap__new(HMAP_BYTES);
 	p->tab = proctab__new(p->cache, &ops, p);
-	p->jit = jit_recorder__new(arch, &(struct jit_ops){ jit_write, warn, p });
+	p->jit = jit_recorder__new(arch, &(struct jit_ops){ emit_jit, warn, p });
 	if (!p->opts.cache || !p->threads || !p->learned || !p->tab || !p->jit) {
 		procs__free(p);
 		errno = ENOMEM;
@@ -358,6 +351,9 @@ static int watched_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		c->past_end = true;
 	return err;
 }
+
+_Static_assert(JIT_PCS_MAX == sizeof(((struct procs_unwound *)0)->jit_pcs) / sizeof(uint64_t),
+	       "procs_unwound holds JIT_PCS_MAX pcs");
 
 /*
  * The code addresses of frames in memory no file backs whose caller no table
