@@ -43,6 +43,7 @@ Every check is also run against a deliberately wrong expectation and must fail.
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no gas --gsframe).
 """
 
+import math
 import os
 import re
 import shutil
@@ -115,8 +116,21 @@ def row_of(rows, sym):
     return found[0] if len(found) == 1 else None
 
 
-def check_truth(rows, old_a, what):
-    """work_a's and work_b's baseline and delta against shares by construction."""
+def sample_counts(text):
+    """The samples' weight of OLD and NEW from diff's header lines, or None."""
+    n = [int(m[1]) for m in re.finditer(r"\((\d+) samples' weight\)", text)]
+    return tuple(n) if len(n) == 2 and all(n) else None
+
+
+def share_tolerance(share, n):
+    """Three standard deviations of a share (points) of @n samples: a timer sample lands in
+    a function as a draw with the share's odds (about 1.2 points for 75% of 1,200)."""
+    return 300.0 * math.sqrt(share / 100.0 * (1 - share / 100.0) / n)
+
+
+def check_truth(rows, old_a, what, counts=None):
+    """work_a's and work_b's baseline and delta against shares by construction, within
+    POINT or, given the files' sample counts, three standard deviations of the sampling."""
     fails = []
     old_b = 100.0 - old_a
     want = {'work_a': (old_a, old_b - old_a), 'work_b': (old_b, old_a - old_b)}
@@ -125,12 +139,17 @@ def check_truth(rows, old_a, what):
         if not r:
             fails.append(f'{what}: no single row for {sym}')
             continue
+        tol_base = tol_delta = POINT
+        if counts:
+            tol_base = max(POINT, share_tolerance(base, counts[0]))
+            tol_delta = max(POINT, math.hypot(share_tolerance(base, counts[0]),
+                                              share_tolerance(base + delta, counts[1])))
         log(f'{what}: {sym} baseline {r["Baseline"]}%, delta {r["Delta Abs"]:+}%; '
-            f'by construction {base:.2f}%, {delta:+.2f}')
-        expect(r['Baseline'] is not None and abs(r['Baseline'] - base) <= POINT, fails,
-               f'{what}: {sym} baseline {r["Baseline"]}%, want {base:.2f} +- {POINT}')
-        expect(r['Delta Abs'] is not None and abs(r['Delta Abs'] - delta) <= POINT, fails,
-               f'{what}: {sym} delta {r["Delta Abs"]}, want {delta:+.2f} +- {POINT}')
+            f'by construction {base:.2f}% +- {tol_base:.2f}, {delta:+.2f} +- {tol_delta:.2f}')
+        expect(r['Baseline'] is not None and abs(r['Baseline'] - base) <= tol_base, fails,
+               f'{what}: {sym} baseline {r["Baseline"]}%, want {base:.2f} +- {tol_base:.2f}')
+        expect(r['Delta Abs'] is not None and abs(r['Delta Abs'] - delta) <= tol_delta, fails,
+               f'{what}: {sym} delta {r["Delta Abs"]}, want {delta:+.2f} +- {tol_delta:.2f}')
     return fails
 
 
@@ -221,8 +240,10 @@ def case_diff(ctx):
     expect(names == ['Baseline', 'Delta Abs', 'Shared Object', 'Symbol'], fails,
            f'columns {names}, want perf diff\'s')
     expect(len(rows) == 2, fails, f'-S work_a,work_b: {len(rows)} rows')
-    fails += check_truth(rows, 25.0, 'relative')
-    must_fail(check_truth(rows, 40.0, 'relative, wrong truth'), 'work_a at 40% in OLD')
+    counts = sample_counts(p.stdout)
+    expect(counts is not None, fails, 'diff\'s header gives no samples\' weight of OLD and NEW')
+    fails += check_truth(rows, 25.0, 'relative', counts)
+    must_fail(check_truth(rows, 40.0, 'relative, wrong truth', counts), 'work_a at 40% in OLD')
     # sorted by the size of the change, largest first
     p = sfprof(ctx, ['diff', old, new])
     log('\n'.join(p.stdout.splitlines()[:16]))
