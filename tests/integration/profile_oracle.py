@@ -450,10 +450,18 @@ class KernelSymbols:
         self.names = [n for _, n in syms]
         self.usable = any(self.starts)
 
+    # kallsyms has no sizes: no function reaches this far past its symbol. An address past
+    # it is in nothing kallsyms lists now (a BPF program's JIT image, unloaded since: other
+    # recordings load and unload theirs beside the tests), not _einittext+0x3c0269ee.
+    REACH = 1 << 20
+
     def symbol(self, addr):
-        """The nearest text symbol at or below @addr (kallsyms has no sizes), or None."""
+        """The nearest text symbol at or below @addr (kallsyms has no sizes) within REACH,
+        or None."""
         i = bisect.bisect_right(self.starts, addr) - 1
-        return self.names[i] if i >= 0 and self.starts[i] else None
+        if i < 0 or not self.starts[i] or addr - self.starts[i] >= self.REACH:
+            return None
+        return self.names[i]
 
     def frames(self, stack):
         """Names of a kernel stack's frames, innermost first, return addresses at addr - 1."""
