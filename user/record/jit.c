@@ -500,7 +500,8 @@ static void poll_map(struct jit_recorder *jr, struct jproc *jp, bool to_end)
 	}
 	if (!jp->map)
 		return;
-	if (to_end)
+	/* a last line without its newline is whole only once its writer is gone */
+	if (to_end && jp->exited)
 		perfmap__finish(jp->map);
 	if (got < 0 && got != -ENOMEM && got != -ESTALE) {
 		warn(jr, jp, "%s: %s: reading stopped", jp->map_path, strerror((int)-got));
@@ -1105,10 +1106,10 @@ void jit_recorder__exit(struct jit_recorder *jr, uint32_t pid, uint64_t time)
 	if (!jp || jp->exited)
 		return;
 	jp->now = time;
-	if (jp->owned)
-		catch_up(jr, jp, true);
 	jp->exited = true;
 	jp->exit_time = time;
+	if (jp->owned)
+		catch_up(jr, jp, true);
 	close_files(jr, jp);
 }
 
