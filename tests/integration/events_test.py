@@ -244,7 +244,9 @@ def case_default(ctx):
     expect(not prof.events, fails, f'event records {prof.events} without -e')
     expect(prof.samples and all(s.event == 0 for s in prof.samples), fails,
            'samples naming an event without -e')
-    expect(len(prof.samples) > 500, fails, f'{len(prof.samples)} samples in 1 s at 999 Hz')
+    # a second of the program's time: 999 on an idle CPU, about a third of that on a machine
+    # busy with two other CPU-bound jobs per core; what the check is for is that they come
+    expect(len(prof.samples) > 100, fails, f'{len(prof.samples)} samples in 1 s at 999 Hz')
 
     out = ctx.path('two.data')
     # page-faults at the default 999 Hz: the kernel adapts its period to a burst of faults,
@@ -284,7 +286,8 @@ def case_tid(ctx):
     def check(want_tid, leaf):
         f = []
         tids_seen = Counter(s.tid for s in prof.samples)
-        expect(len(prof.samples) > 300, f, f'{len(prof.samples)} samples in 1 s')
+        # as in case_default: enough to tell the threads apart on a busy machine
+        expect(len(prof.samples) > 100, f, f'{len(prof.samples)} samples in 1 s')
         expect(set(tids_seen) == {want_tid}, f, f'threads sampled {dict(tids_seen)}, want {want_tid}')
         leaves = Counter((ctx.syms.user_frames(s)[:1] or [None])[0] and
                          ctx.syms.user_frames(s)[0].symbol for s in prof.samples)

@@ -348,7 +348,7 @@ def check_outputs(ctx, data, want, fails, kallsyms=None):
     expect_in('dump', 'path "' + escape(exe, '"') + '"', text, fails)
     expect_in('dump', '# command line: ' + escape(want['cmdline']) + '\n', text, fails)
     known = ('#', 'process ', 'thread ', 'module ', 'mapping ', 'stack ', 'sample ', 'lost ',
-             'exit ', 'comm ')
+             'exit ', 'comm ', 'event ', 'jit ')
     odd = [l for l in text.splitlines() if not l.startswith(known)]
     expect(not odd, fails, f'dump: lines that are no record: {odd[:3]}')
     return fails

@@ -76,6 +76,7 @@ class Stack:
     def __init__(self, sid, space, entries, ending):
         self.id, self.space, self.entries = sid, space, entries
         self.ending = ending        # 'end', 'truncated' or None (neither printed)
+        self.kernel_jits = []       # the profile's BPF programs: (start, end, name)
 
     @property
     def truncated(self):
@@ -126,6 +127,8 @@ class Profile:
         self.processes = []         # every Process image, in file order
         self.exits = []             # (time, pid)
         self.lost = 0
+        self.kernel_jits = []       # (start, end, name) of pid 0's JIT records: BPF programs
+        self.jits = []              # (pid, start, end, name) of the other JIT records
         self.summary = None         # (samples, lost, blocks) from the last '#' line
         self.stderr = ''
         self.returncode = 0
@@ -150,6 +153,8 @@ _EVENT = re.compile(r'^event (\d+) type (\d+) config (\d+) period (\d+) freq (\d
 _LOST = re.compile(r'^lost (\d+)\.(\d{9}) cpu (\d+) count (\d+)$')
 _EXIT = re.compile(r'^exit (\d+)\.(\d{9}) pid (\d+)$')
 _COMM = re.compile(r'^comm (\d+)\.(\d{9}) pid (\d+) tid (\d+) comm "(.*)"$')
+_JIT = re.compile(r'^jit (\d+)\.(\d{9}) pid (\d+) 0x([0-9a-f]+)-0x([0-9a-f]+)( map)?( unload)? '
+                  r'name "(.*)" source "(.*?)"(?: .*)?$')
 _SUMMARY = re.compile(r'^# (\d+) samples, (\d+) lost, (\d+) blocks$')
 _META = re.compile(r'^# .*: sfprof profile, created \S+, (\d+) Hz, \d+-byte stacks(.*)$')
 
@@ -231,6 +236,8 @@ def parse_dump(text):
             if sid in prof.stacks:
                 raise OracleError(f'line {n}: stack {sid} written twice')
             prof.stacks[sid] = _parse_stack(sid, m.group(2), m.group(3))
+            # kernel frames are named from the profile's BPF programs first (KernelSymbols)
+            prof.stacks[sid].kernel_jits = prof.kernel_jits
             continue
         m = _MAPPING.match(line)
         if m:
@@ -276,6 +283,16 @@ def parse_dump(text):
         m = _LOST.match(line)
         if m:
             prof.lost += int(m.group(4))
+            continue
+        m = _JIT.match(line)
+        if m:
+            pid, start, end = int(m.group(3)), int(m.group(4), 16), int(m.group(5), 16)
+            if end <= start:
+                raise OracleError(f'line {n}: JIT record of an empty range')
+            if pid:
+                prof.jits.append((pid, start, end, m.group(8)))
+            else:
+                prof.kernel_jits.append((start, end, m.group(8)))
             continue
         raise OracleError(f'line {n}: does not parse: {line!r}')
     return prof
@@ -436,7 +453,11 @@ def folded(samples, syms, ksyms=None):
 
 
 class KernelSymbols:
-    """/proc/kallsyms as the oracle for kernel stacks (addresses need root)."""
+    """/proc/kallsyms as the oracle for kernel stacks (addresses need root).
+
+    A BPF program's code ([bpf] lines) is named only by the profile's own records of the
+    programs loaded while it was recorded: kallsyms now may hold another program there,
+    or none. Its lines only end the symbol below them."""
 
     def __init__(self, path='/proc/kallsyms'):
         syms = []
@@ -444,8 +465,9 @@ class KernelSymbols:
             for line in f:
                 parts = line.split()
                 if len(parts) >= 3 and parts[1] in 'tTWw':
-                    syms.append((int(parts[0], 16), parts[2]))
-        syms.sort()
+                    bpf = len(parts) >= 4 and parts[3] == '[bpf]'
+                    syms.append((int(parts[0], 16), None if bpf else parts[2]))
+        syms.sort(key=lambda s: s[0])
         self.starts = [a for a, _ in syms]
         self.names = [n for _, n in syms]
         self.usable = any(self.starts)
@@ -455,9 +477,13 @@ class KernelSymbols:
     # recordings load and unload theirs beside the tests), not _einittext+0x3c0269ee.
     REACH = 1 << 20
 
-    def symbol(self, addr):
-        """The nearest text symbol at or below @addr (kallsyms has no sizes) within REACH,
+    def symbol(self, addr, kernel_jits=()):
+        """The BPF function of @kernel_jits holding @addr (the last recorded), else the
+        nearest text symbol at or below @addr (kallsyms has no sizes) within REACH,
         or None."""
+        for start, end, name in reversed(kernel_jits):
+            if start <= addr < end:
+                return name
         i = bisect.bisect_right(self.starts, addr) - 1
         if i < 0 or not self.starts[i] or addr - self.starts[i] >= self.REACH:
             return None
@@ -465,5 +491,6 @@ class KernelSymbols:
 
     def frames(self, stack):
         """Names of a kernel stack's frames, innermost first, return addresses at addr - 1."""
-        return [self.symbol(v - 1 if k == 'ra' else v) for k, v in stack.entries
+        kj = getattr(stack, 'kernel_jits', ())
+        return [self.symbol(v - 1 if k == 'ra' else v, kj) for k, v in stack.entries
                 if k != 'omit']

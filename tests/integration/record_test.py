@@ -26,7 +26,9 @@ profile_oracle.py parses and symbolizes with readelf and nm:
   syscalls    a program that spends its time in read(2) and getppid(2): the
               samples taken in the kernel carry a user stack that symbolizes
               to the calling chain up to main, and a kernel stack that
-              /proc/kallsyms names.
+              /proc/kallsyms names. The profile's records of BPF programs
+              (the sampler's own among them) are where /proc/kallsyms,
+              read over and over while recording, put them, by its names.
   errors      a pid that does not exist, a command that does not exist (the
               previous output file is kept), no target, bad options: clear
               messages, the right exit status, no output file.
@@ -58,6 +60,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 
@@ -541,13 +544,60 @@ def case_shortlived(ctx):
               'sl_leaf expected under another caller')
 
 
+def bpf_kallsyms():
+    """{(address, name)} of the BPF programs /proc/kallsyms lists now."""
+    seen = set()
+    with open('/proc/kallsyms') as f:
+        for line in f:
+            if line.endswith('\t[bpf]\n'):
+                parts = line.split()
+                seen.add((int(parts[0], 16), parts[2]))
+    return seen
+
+
+def check_kernel_jits(prof, snapshots, what):
+    """The profile's records of BPF programs (pid 0) against /proc/kallsyms read while it
+    was recorded: the sampler's own programs are there, at the address kallsyms gave them,
+    by the name it gave them (programs of other recordings may have come and gone)."""
+    fails = []
+    confirmed = [(a, n) for a, _, n in prof.kernel_jits if (a, n) in snapshots]
+    log(f'{what}: {len(prof.kernel_jits)} BPF functions recorded, {len(confirmed)} of them '
+        f'at the address and with the name /proc/kallsyms gave them while recording')
+    for suffix in ('_sample', '_fork', '_exec'):
+        expect(any(n.endswith(suffix) for _, n in confirmed), fails,
+               f'{what}: no BPF function named *{suffix} recorded as kallsyms listed it')
+    bad = [(a, e) for a, e, _ in prof.kernel_jits if not 0 < e - a < 1 << 20]
+    expect(not bad, fails, f'{what}: BPF ranges of no plausible length: {bad[:3]}')
+    return fails
+
+
 def case_syscalls(ctx):
     prog = ctx.compile('syscalls.c', 'syscalls')
     out = ctx.path('syscalls.data')
-    p = ctx.record(['--', prog, '2'], out, timeout=60)
+    # /proc/kallsyms's BPF programs, read over and over while recording: the oracle of
+    # the BPF programs' records (the sampler's frames in the kernel stacks of exec)
+    snapshots, done = set(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            snapshots.update(bpf_kallsyms())
+            done.wait(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        p = ctx.record(['--', prog, '2'], out, timeout=60)
+    finally:
+        done.set()
+        watcher.join(timeout=30)
     if p.returncode != 0:
         raise Failure(f'sfprof record exited with {p.returncode}')
     prof = ctx.load(out)
+    kfails = check_kernel_jits(prof, snapshots, 'BPF programs')
+    raise_fails(kfails)
+    wrong = profile_oracle.Profile()
+    wrong.kernel_jits = [(a, e, n + 'x') for a, e, n in prof.kernel_jits]
+    must_fail(check_kernel_jits(wrong, snapshots, 'wrong'), 'BPF functions renamed')
     ksyms = profile_oracle.KernelSymbols()
     samples = [s for s in prof.samples if s.process and s.process.exe == prog]
     in_kernel = [s for s in samples if s.kstack]

@@ -598,6 +598,74 @@ static void test_jit_names(void **state)
 	free(path);
 }
 
+/* Kernel frames in BPF programs: named by the recording's records (pid 0), not by kallsyms now. */
+static void test_kernel_jit_names(void **state)
+{
+	char *path = path_join_or_fail(*state, "kjit.data");
+	char *ksyms = path_join_or_fail(*state, "kallsyms");
+	struct session_opts opts = { .sym = { .no_debuginfod = true, .no_lines = true,
+					      .kallsyms = ksyms } };
+	const struct session_frame *f;
+	const struct session_stack *st;
+	struct profile_diag diag;
+	struct session *s;
+	struct gen g;
+	FILE *kf;
+
+	/* kallsyms now: another program where the recorded one was; a module's function below */
+	kf = fopen(ksyms, "w");
+	assert_non_null(kf);
+	fputs("ffffffffc0000000 t modfn\t[mod]\n"
+	      "ffffffffc0010000 t bpf_prog_0123456789abcdef_other\t[bpf]\n"
+	      "ffffffffc0020000 t bpf_prog_fedcba9876543210_live\t[bpf]\n", kf);
+	fclose(kf);
+
+	gen_open(&g, path);
+	{
+		uint8_t cbf[SFU_CBF_BOUND(4)];
+		/* in the recorded program; past it, in the module's range; in the live one; modfn */
+		uint64_t addrs[4] = { 0xffffffffc0010010, 0xffffffffc0018001, 0xffffffffc0020011,
+				      0xffffffffc0000021 };
+		struct sfu_cbf_enc enc;
+		struct profile_sample smp = { .pid = 100, .tid = 100, .weight = 1, .time_ns = 1000 };
+
+		assert_int_equal(sfu_cbf_enc__init(&enc, 64, cbf, sizeof(cbf)), 0);
+		assert_int_equal(sfu_cbf_encode_stack(&enc, addrs, 4, 0, false), 0);
+		smp.kstack = cbf;
+		smp.kstack_len = sfu_cbf_enc__len(&enc);
+		assert_int_equal(profile_writer__sample(g.w, &smp), 0);
+	}
+	/* written at the recording's end, after the sample; a later record at the same address wins */
+	assert_int_equal(profile_writer__jit(g.w, &(struct profile_jit){ 2000, 0, 0xffffffffc0010000,
+		0xffffffffc0010100, PROFILE_JIT_F_MAP, "bpf_prog_old_fork", "[bpf]", NULL, 0 }), 0);
+	assert_int_equal(profile_writer__jit(g.w, &(struct profile_jit){ 2000, 0, 0xffffffffc0010000,
+		0xffffffffc0010080, PROFILE_JIT_F_MAP, "bpf_prog_1111111111111111_fork", "[bpf]",
+		NULL, 0 }), 0);
+	gen_close(&g);
+
+	s = session__open(path, &opts, &diag);
+	if (!s)
+		fail_msg("%s", diag.reason);
+	st = session__stack(s, session__sample(s, 0)->stack);
+	assert_int_equal(st->kernel, 4);
+	f = session__frame(s, st->frames[0]);
+	assert_non_null(f->sym);
+	assert_string_equal(f->sym, "bpf_prog_1111111111111111_fork");
+	assert_int_equal(f->offset, 0x10);
+	assert_true(f->kernel);
+	/* past every recorded range, in a program kallsyms lists now: not named after either */
+	f = session__frame(s, st->frames[1]);
+	assert_null(f->sym);
+	f = session__frame(s, st->frames[2]);
+	assert_null(f->sym);
+	f = session__frame(s, st->frames[3]);
+	assert_non_null(f->sym);
+	assert_string_equal(f->sym, "modfn");
+	session__free(s);
+	free(ksyms);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -614,6 +682,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_random_mappings, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_kernel_jit_names, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_many_mappings, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_layout_frames, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_jit_names, setup_dir, teardown_dir),

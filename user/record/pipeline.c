@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buildid/buildid.h"
+#include "kernel_jit.h"
 #include "pipeline.h"
 
 enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };
@@ -113,6 +114,11 @@ struct pipeline {
 	void *resize_ctx;
 	pipeline_wanted_fn wanted;
 	void *wanted_ctx;
+	/* the window's file, for the kernel's JIT code (BPF programs) loaded at its start and end */
+	struct profile_writer *w;
+	pthread_mutex_t *wlock;
+	struct kernel_jit *kernel_jit;
+	int kernel_jit_err;
 	/* the producer's */
 	uint64_t dropped, dropped_events;
 	size_t queued_peak;
@@ -121,6 +127,23 @@ struct pipeline {
 static size_t item_size(size_t len)
 {
 	return (sizeof(struct item) + len + ITEM_ALIGN - 1) & ~(size_t)(ITEM_ALIGN - 1);
+}
+
+static uint64_t now_ns(void);
+
+/* The BPF programs loaded now, into the window's file; a write error stops the recording. */
+static void write_kernel_jit(struct pipeline *pl)
+{
+	int err;
+
+	if (!pl->w || pl->kernel_jit_err)
+		return;
+	if (pl->wlock)
+		pthread_mutex_lock(pl->wlock);
+	err = kernel_jit__write(pl->kernel_jit, pl->w, now_ns());
+	if (pl->wlock)
+		pthread_mutex_unlock(pl->wlock);
+	pl->kernel_jit_err = err;
 }
 
 struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
@@ -140,6 +163,10 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 	if (!pl->cache)
 		goto fail;
 	sfu_cache__set_limit(pl->cache, opts->module_bytes);
+	pl->w = w;
+	pl->wlock = wlock;
+	if (!(pl->kernel_jit = kernel_jit__new()))
+		goto fail;
 	if (opts->prepare && !(pl->prepare = prepare__new(pl->cache)))
 		goto fail;
 	for (unsigned i = 0; i < opts->workers; i++) {
@@ -168,6 +195,8 @@ struct pipeline *pipeline__new(struct profile_writer *w, pthread_mutex_t *wlock,
 		procs__set_copy_sizes(sh->procs, opts->copy_start, opts->copy_adaptive);
 		procs__set_fp_only(sh->procs, opts->fp_only);
 	}
+	/* the sampler's own programs are loaded by now: its stacks pass through them */
+	write_kernel_jit(pl);
 	return pl;
 fail:
 	pipeline__free(pl);
@@ -781,8 +810,12 @@ int pipeline__cut(struct pipeline *pl, struct profile_writer *w)
 	for (unsigned i = 0; i < pl->nshards; i++)
 		while (!drained(&pl->shards[i]))
 			usleep(100);
+	/* the window cut names the JIT code its samples ran, the kernel's too */
+	write_kernel_jit(pl);
+	pl->w = w;
+	kernel_jit__new_window(pl->kernel_jit);
+	write_kernel_jit(pl);
 	for (unsigned i = 0; i < pl->nshards; i++) {
-		/* the window cut names the JIT code its samples ran */
 		procs__jit_flush(pl->shards[i].procs, now_ns());
 		procs__set_writer(pl->shards[i].procs, w);
 		if (procs__forget_written(pl->shards[i].procs) && !err)
@@ -798,6 +831,8 @@ void pipeline__wait_for_room(struct pipeline *pl)
 
 int pipeline__error(struct pipeline *pl)
 {
+	if (pl->kernel_jit_err)
+		return pl->kernel_jit_err;
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		int err = procs__error(pl->shards[i].procs);
 
@@ -833,6 +868,7 @@ int pipeline__finish(struct pipeline *pl)
 	/* maps written at the end of the programs still running are read now */
 	for (unsigned i = 0; i < pl->nshards; i++)
 		procs__jit_flush(pl->shards[i].procs, now_ns());
+	write_kernel_jit(pl);
 	return pipeline__error(pl);
 }
 
@@ -929,6 +965,7 @@ void pipeline__free(struct pipeline *pl)
 	__atomic_store_n(&pl->abandon, true, __ATOMIC_RELAXED);
 	join(pl);
 	prepare__free(pl->prepare);
+	kernel_jit__free(pl->kernel_jit);
 	for (unsigned i = 0; i < pl->nshards; i++) {
 		struct shard *sh = &pl->shards[i];
 

@@ -63,7 +63,17 @@ struct session {
 	size_t njits, jits_cap;
 	uint32_t *jit_sorted;
 	uint64_t *jit_maxend;
+	/* the kernel's JIT code (BPF programs, pid 0): sorted by (start, record) after reading */
+	struct kernel_jit_entry *kjits;
+	size_t nkjits, kjits_cap;
 	uint32_t scratch[MAX_FRAMES];
+};
+
+/* A BPF program's function, as the recording saw it loaded. */
+struct kernel_jit_entry {
+	uint64_t start, end;
+	size_t order;		/* its record's: a later one at the same address replaces it */
+	const char *name;	/* kept */
 };
 
 /* A range of JIT code of one image (a profile_jit record). */
@@ -512,6 +522,15 @@ static int add_jit(struct session *s, const struct profile_jit *j)
 	uint32_t image;
 	char dso[64];
 
+	if (!j->pid) {
+		/* pid 0: the kernel's code (record's kernel_jit.c) */
+		if (VEC_RESERVE(s->kjits, s->kjits_cap, s->nkjits + 1, 64))
+			return -ENOMEM;
+		s->kjits[s->nkjits] = (struct kernel_jit_entry){ j->start, j->end, s->nkjits,
+								 keep_str(s, j->name) };
+		s->nkjits++;
+		return 0;
+	}
 	if (current_image(s, j->pid, false, &image) ||
 	    VEC_RESERVE(s->jits, s->jits_cap, s->njits + 1, 64))
 		return -ENOMEM;
@@ -716,6 +735,57 @@ static int u64_cmp(const void *pa, const void *pb)
 	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
 
 	return a < b ? -1 : a > b;
+}
+
+static int kjit_cmp(const void *pa, const void *pb)
+{
+	const struct kernel_jit_entry *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Most recorded functions looked at for one address (BPF code does not nest). */
+#define KERNEL_JIT_SCAN_MAX 64
+
+/*
+ * Kernel frames in a BPF program the recording saw loaded are named from
+ * it: this machine's kallsyms names them only while that program is still
+ * loaded, and may hold another program at that address now. Kernel frames
+ * are shared by address, so each is renamed once, in place.
+ */
+static void name_kernel_jit_frames(struct session *s)
+{
+	if (!s->nkjits)
+		return;
+	qsort(s->kjits, s->nkjits, sizeof(*s->kjits), kjit_cmp);
+	for (size_t i = 0; i < s->nframes; i++) {
+		struct session_frame *f = &s->frames[i];
+		uint64_t addr = f->is_ra && f->addr ? f->addr - 1 : f->addr;
+		const struct kernel_jit_entry *best = NULL;
+		size_t lo = 0, hi = s->nkjits;
+
+		if (!f->kernel || f->omitted)
+			continue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (s->kjits[mid].start <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo, n = 0; k-- > 0 && n < KERNEL_JIT_SCAN_MAX; n++)
+			if (s->kjits[k].end > addr && (!best || s->kjits[k].order > best->order))
+				best = &s->kjits[k];
+		if (!best)
+			continue;
+		f->sym = best->name;
+		f->offset = f->addr - best->start;
+		f->file = NULL;
+		f->line = 0;
+	}
 }
 
 /*
@@ -934,6 +1004,8 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 		ret = flatten_maps(s);
 	if (ret >= 0)
 		ret = name_jit_frames(s);
+	if (ret >= 0)
+		name_kernel_jit_frames(s);
 	if (ret < 0) {
 		snprintf(diag->reason, sizeof(diag->reason), "%s: %s", path, strerror(-ret));
 		session__free(s);
@@ -978,6 +1050,7 @@ void session__free(struct session *s)
 	for (size_t i = 0; i < s->njits; i++)
 		free((void *)s->jits[i].lines);
 	free(s->jits);
+	free(s->kjits);
 	free(s->jit_sorted);
 	free(s->jit_maxend);
 	profile_reader__free(s->reader);

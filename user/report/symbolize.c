@@ -66,8 +66,10 @@ struct elf_sym {
 
 struct ksym {
 	uint64_t addr;
-	uint32_t name;		/* offset in knames */
+	uint32_t name;		/* offset in knames; KSYM_NONE: code named by nothing here */
 };
+
+#define KSYM_NONE UINT32_MAX
 
 struct symbolizer {
 	struct symbolizer_opts opts;
@@ -1235,6 +1237,19 @@ static void load_kallsyms(struct symbolizer *s)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
+		/*
+		 * A BPF program's code is named only while it is loaded: kept
+		 * as a bound that names nothing, so that no address in it is
+		 * named after the symbol below it. A profile names the
+		 * programs its recording saw (session.c).
+		 */
+		if (strstr(line + name_end, "[bpf]")) {
+			if (VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536))
+				break;
+			s->ksyms[s->nksyms].addr = addr;
+			s->ksyms[s->nksyms++].name = KSYM_NONE;
+			continue;
+		}
 		if (s->knames_len + (name_end - name) + 1 > UINT32_MAX ||
 		    VEC_RESERVE(s->ksyms, s->ksyms_cap, s->nksyms + 1, 65536) ||
 		    VEC_RESERVE(s->knames, s->knames_cap, s->knames_len + (name_end - name) + 1,
@@ -1285,7 +1300,7 @@ bool symbolizer__kernel(struct symbolizer *s, uint64_t addr, struct sym_info *ou
 	 * any function's length, an address is in no symbol kallsyms lists (a
 	 * BPF program's JIT image, gone since), not _einittext+0x3c82e666
 	 */
-	if (!lo || addr - s->ksyms[lo - 1].addr >= KSYM_REACH)
+	if (!lo || addr - s->ksyms[lo - 1].addr >= KSYM_REACH || s->ksyms[lo - 1].name == KSYM_NONE)
 		return false;
 	out->name = s->knames + s->ksyms[lo - 1].name;
 	out->offset = addr - s->ksyms[lo - 1].addr;
