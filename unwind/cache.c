@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "diag_internal.h"
+#include "ehframe_internal.h"
 #include "module_internal.h"
 
 /* A file seen before, by identity. */
@@ -137,6 +138,9 @@ int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir)
 {
 	char *copy = NULL;
 
+	/* one missing is made when a table is stored, and checked then */
+	if (dir && ehcache_dir_trust(dir) == -EPERM)
+		return -EPERM;
 	if (dir && !(copy = strdup(dir)))
 		return -ENOMEM;
 	pthread_mutex_lock(&cache->lock);

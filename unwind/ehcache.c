@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,76 @@ char *ehcache_path(const char *dir, const struct sfu_build_id *id)
 	if (asprintf(&path, "%s/%s.eh_frame-v%d.sframe", dir, hex, EHCACHE_FORMAT) < 0)
 		return NULL;
 	return path;
+}
+
+/* Whether a file or directory is changed by no one but the effective user and root. */
+static bool trusted(const struct stat *st, bool sticky_ok)
+{
+	return (st->st_uid == geteuid() || !st->st_uid) &&
+	       (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (sticky_ok && (st->st_mode & S_ISVTX)));
+}
+
+int ehcache_dir_trust(const char *dir)
+{
+	char rest[2 * PATH_MAX], target[PATH_MAX];
+	int fd, next, links = 0, err = 0;
+	struct stat st;
+	char *p;
+
+	if (dir[0] != '/' || strlen(dir) >= sizeof(rest))
+		return -EINVAL;
+	strcpy(rest, dir);
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * Each directory checked before a name is looked up in it, walked
+	 * with O_NOFOLLOW: a link is followed only if the user or root owns
+	 * it. A directory on the way may be sticky (/tmp); @dir may not.
+	 */
+	for (p = rest; !err && *p;) {
+		char *name = p + strspn(p, "/"), *end = name + strcspn(name, "/");
+		bool last;
+		ssize_t n;
+
+		p = *end ? end + 1 : end;
+		*end = '\0';
+		last = !p[strspn(p, "/")];
+		if (!*name || !strcmp(name, "."))
+			continue;
+		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+			err = -errno;
+		} else if (S_ISLNK(st.st_mode)) {
+			size_t left = strlen(p);
+
+			n = readlinkat(fd, name, target, sizeof(target));
+			if ((st.st_uid != geteuid() && st.st_uid) || n <= 0 ||
+			    (size_t)n >= sizeof(target) || ++links > 40 ||
+			    (size_t)n + 1 + left >= sizeof(rest)) {
+				err = -EPERM;
+				break;
+			}
+			memmove(rest + n + 1, p, left + 1);
+			memcpy(rest, target, n);
+			rest[n] = '/';
+			p = rest;
+			if (target[0] == '/') {
+				close(fd);
+				if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+					return -errno;
+			}
+		} else if ((next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					  O_CLOEXEC)) < 0) {
+			err = -errno;
+		} else {
+			close(fd);
+			fd = next;
+			if (fstat(fd, &st) || !trusted(&st, !last))
+				err = -EPERM;
+		}
+	}
+	close(fd);
+	return err;
 }
 
 static int read_all(int fd, void *buf, size_t size)
@@ -84,6 +155,12 @@ int ehcache_load(const char *dir, const struct sfu_build_id *id, uint16_t machin
 
 	if (!path)
 		return id->len ? -ENOMEM : -ENOENT;
+	/* the directory first: its names mean what they say only if no one else can change it */
+	err = ehcache_dir_trust(dir);
+	if (err) {
+		err = err == -EPERM ? -EPERM : -ENOENT;
+		goto out;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		err = errno == ENOMEM ? -ENOMEM : -ENOENT;
@@ -92,6 +169,11 @@ int ehcache_load(const char *dir, const struct sfu_build_id *id, uint16_t machin
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    (uint64_t)st.st_size > EHCACHE_MAX_SIZE) {
 		err = -EBADMSG;
+		goto out;
+	}
+	/* a table someone else could have written unwinds nothing of ours: derived anew */
+	if (!trusted(&st, false)) {
+		err = -EPERM;
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size);
@@ -141,7 +223,7 @@ static int make_dirs(const char *dir)
 		if (c != '/' && c != '\0')
 			continue;
 		*s = '\0';
-		if (mkdir(p, 0755) && errno != EEXIST) {
+		if (mkdir(p, 0700) && errno != EEXIST) {
 			err = -errno;
 			break;
 		}
@@ -160,7 +242,7 @@ int ehcache_store(const char *dir, const struct sfu_build_id *id, const void *bu
 
 	if (!path)
 		return id->len ? -ENOMEM : -EINVAL;
-	if ((err = make_dirs(dir)))
+	if ((err = make_dirs(dir)) || (err = ehcache_dir_trust(dir)))
 		goto out;
 	/* unique per process and call: two caches may store one build ID at once */
 	if (asprintf(&tmp, "%s.%ld.%lu.tmp", path, (long)getpid(),

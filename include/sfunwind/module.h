@@ -324,8 +324,13 @@ SFU_API size_t sfu_cache__trim(struct sfu_cache *cache);
  * Applies to modules this cache opens from now on: a second run of a
  * profiler then reads each library's converted table instead of converting
  * it again (a profiler would use $XDG_CACHE_HOME/sfprof or ~/.cache/sfprof).
+ * A table is read from it, or written to it, only while it and every
+ * directory on the way are owned by the effective user or root and
+ * writable by no one else (one on the way may be sticky, as /tmp is), and
+ * a table only if so is its file: another user's tables are never trusted.
  *
- * @return 0, or -ENOMEM.
+ * @return 0, -EPERM when @dir exists and is not such a directory (nothing
+ * set), or -ENOMEM.
  */
 SFU_API int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
 

@@ -672,8 +672,9 @@ def case_errors(ctx):
     os.unlink(out)
 
     # without privileges: the BPF load is refused, and the message says what is needed
+    # nobody's own directory: a build-ID cache in one anybody can write is refused
     outdir = tempfile.mkdtemp(prefix='sfprof-nobody-')
-    os.chmod(outdir, 0o777)
+    os.chown(outdir, 65534, 65534)
     nobody_out = os.path.join(outdir, 'nobody.data')
     cmd = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ctx.sfprof, 'record',
            '-a', '-d', '1', '-o', nobody_out]

@@ -52,4 +52,51 @@ int buildid_path(char *out, size_t cap, const char *dir, const uint8_t *id, size
  */
 size_t buildid_parse_name(const char *xx, const char *rest, uint8_t *id, bool *debug);
 
+/*
+ * Trust. A tree is used only when no one but the effective user and root
+ * can change it: every directory on the way to it owned by one of them and
+ * writable by no one else (one on the way may be sticky, as /tmp), the
+ * tree's own directories never writable by others, and each entry a
+ * regular file owned by one of them and writable by no one else: then the
+ * paths checked name the same files until the checker itself changes them.
+ */
+struct stat;
+
+/**
+ * buildid_dir_trust() - check the directory @dir and each directory on the
+ * way to it, walked from / by openat() with O_NOFOLLOW (a symbolic link
+ * followed only when the effective user or root owns it); its last @own
+ * directories are a tree's own, never links, nor sticky and writable by others. With
+ * @create, those missing are made, owner-only.
+ * @return 0, or a negative errno with @why filled ("DIR: owned by uid 1000,
+ * not by root"): -ENOENT when a directory is missing (and not @create),
+ * -EPERM when one is someone else's, -ENOTDIR.
+ */
+int buildid_dir_trust(const char *dir, size_t own, bool create, char *why, size_t why_cap);
+
+/** buildid_tree_trust() - buildid_dir_trust() of @dir and of its .build-id, both its own. */
+int buildid_tree_trust(const char *dir, bool create, char *why, size_t why_cap);
+
+/**
+ * buildid_entry_trust() - check the entry @path of the tree @dir
+ * (buildid_path()): the tree (buildid_tree_trust()), its .build-id and XX
+ * directories, and the entry itself, a regular file, not a link, owned by
+ * the effective user or root and writable by no one else.
+ * @return 0, or a negative errno with @why filled (-ENOENT: no such entry).
+ */
+int buildid_entry_trust(const char *dir, const char *path, char *why, size_t why_cap);
+
+/** buildid_file_trusted() - whether @st is a regular file that the effective user or root owns and no one else may write. */
+bool buildid_file_trusted(const struct stat *st);
+
+/**
+ * buildid_open_checked() - open the file @path for reading and check that
+ * what the fd reads holds build ID @id (@len bytes): a file found by path
+ * earlier may have been replaced since.
+ * @return the fd, or a negative errno with @why filled (-ESTALE: another
+ * build, or none).
+ */
+int buildid_open_checked(const char *path, const uint8_t *id, size_t len, char *why,
+			 size_t why_cap);
+
 #endif

@@ -104,33 +104,14 @@ static int fail(struct buildid_keeper *k, int err, const char *what, const char 
 	return err;
 }
 
-static int mkdir_private(const char *path)
+/* Keep the first error, said already in @why. */
+static void fail_why(struct buildid_keeper *k, int err, const char *why)
 {
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* mkdir -p of @dir, owner-only for what is made. */
-static int make_dirs(const char *dir)
-{
-	char buf[4096];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir_private(buf)) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
+	if (!k->err) {
+		k->err = err;
+		snprintf(k->st.first_error, sizeof(k->st.first_error), "%s", why);
 	}
-	return mkdir_private(buf);
+	k->st.failed++;
 }
 
 static void *keeper_main(void *arg);
@@ -153,14 +134,12 @@ struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes,
 			protect_s * 1000000000ull;
 	k->tail = &k->head;
 	snprintf(tree, sizeof(tree), "%s/" BUILDID_TREE, dir);
-	err = make_dirs(dir);
-	if (!err)
-		err = mkdir_private(tree);
-	if (err) {
-		snprintf(why, why_cap, "%s: %s", err == -ENOENT || err == -ENOTDIR ? dir : tree,
-			 strerror(-err));
+	/*
+	 * Made if missing, and used only if no one else can change it: root
+	 * keeping other users' binaries must not write where they point it.
+	 */
+	if ((err = buildid_tree_trust(dir, true, why, why_cap)))
 		goto fail;
-	}
 	/* writable: a file made and removed at once */
 	snprintf(probe, sizeof(probe), "%s/.probe-XXXXXX", tree);
 	fd = mkostemp(probe, O_CLOEXEC);
@@ -536,6 +515,26 @@ static int by_use(const void *a, const void *b)
 	return memcmp(x->id, y->id, sizeof(x->id));
 }
 
+/*
+ * A directory of the tree (@name in @at), opened only if it is one, not a
+ * link, and no one else can change it: what is evicted from it is removed.
+ */
+static DIR *open_tree_dir(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (st.st_uid != geteuid() && st.st_uid) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || !(d = fdopendir(fd))) {
+		close(fd);
+		return NULL;
+	}
+	return d;
+}
+
 /* What the tree holds now: its entries, their sizes and when they were last used, oldest first. */
 static void scan(struct buildid_keeper *k)
 {
@@ -545,14 +544,13 @@ static void scan(struct buildid_keeper *k)
 
 	k->scanned = true;
 	snprintf(tree, sizeof(tree), "%s/" BUILDID_TREE, k->dir);
-	d = opendir(tree);
+	d = open_tree_dir(AT_FDCWD, tree);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
 		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", tree, de->d_name);
-		sub = opendir(path);
+		sub = open_tree_dir(dirfd(d), de->d_name);
 		if (!sub)
 			continue;
 		while ((fe = readdir(sub))) {
@@ -667,8 +665,22 @@ static void touch(struct buildid_keeper *k, const uint8_t *id, size_t len, const
 	mark_used(path, st);
 }
 
-/* Copy @fd into a new file published at @dest whole or not at all. @return 0 or -errno. */
-static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t size)
+/* Whether the file open at @fd is @size bytes and holds build ID @id. */
+static bool copy_is(int fd, uint64_t size, const uint8_t *id, size_t len)
+{
+	uint8_t got[BUILDID_MAX];
+	struct stat st;
+
+	return !fstat(fd, &st) && (uint64_t)st.st_size == size && buildid_read(fd, got) == len &&
+	       !memcmp(got, id, len);
+}
+
+/*
+ * Copy @fd, of build ID @id, into a new file published at @dest whole or
+ * not at all. @return 0 or -errno (-ESTALE: the copy is of another build).
+ */
+static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t size,
+		   const uint8_t *id, size_t len)
 {
 	char dir[4300], tmp[4400], self[64];
 	const char *slash = strrchr(dest, '/');
@@ -679,7 +691,7 @@ static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t 
 
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - dest), dest);
 	/* a file with no name until it is whole: a crash leaves nothing */
-	out = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (out < 0) {
 		snprintf(tmp, sizeof(tmp), "%s/.tmp-XXXXXX", dir);
 		out = mkostemp(tmp, O_CLOEXEC);
@@ -711,6 +723,9 @@ static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t 
 	}
 	if (!err && fchmod(out, 0400))
 		err = -errno;
+	/* what was copied is the build offered: the original's owner may write it meanwhile */
+	if (!err && !copy_is(out, size, id, len))
+		err = -ESTALE;
 	if (!err && named) {
 		/* no replace: another recording may have put it there meanwhile */
 		if (link(tmp, dest) && errno != EEXIST)
@@ -729,9 +744,10 @@ static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t 
 
 static void keep(struct buildid_keeper *k, struct job *job)
 {
-	char dest[4400], dir[4400], self[64];
+	char dest[4400], dir[4400], self[64], stamp[4500], why[sizeof(k->st.first_error)];
 	uint8_t id[BUILDID_MAX];
 	uint64_t linked = k->st.linked;
+	bool linkable;
 	struct stat st;
 	int err;
 
@@ -739,10 +755,33 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		scan(k);
 	if (buildid_path(dest, sizeof(dest), k->dir, job->id, job->len, NULL))
 		return;
-	if (!lstat(dest, &st) && S_ISREG(st.st_mode)) {
-		k->st.present++;
-		touch(k, job->id, job->len, dest, &st);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(dest, '/') - dest), dest);
+	/* made if missing; never one someone else made (a link to anywhere, say) */
+	if ((err = buildid_dir_trust(dir, 3, true, why, sizeof(why)))) {
+		fail_why(k, err, why);
 		return;
+	}
+	if (!lstat(dest, &st)) {
+		if (buildid_file_trusted(&st)) {
+			k->st.present++;
+			touch(k, job->id, job->len, dest, &st);
+			return;
+		}
+		/*
+		 * An entry someone else can write (a link of their file, kept
+		 * by an older sfprof), or no file: kept again, as a copy.
+		 */
+		struct entry *e = find_entry(k, job->id, job->len, false);
+
+		stamp_path(stamp, sizeof(stamp), dest);
+		if (unlink(dest) && errno != ENOENT) {
+			fail(k, -errno, "removing", dest);
+			return;
+		}
+		unlink(stamp);
+		if (e)
+			drop_entry(k, e, true);
+		k->st.untrusted++;
 	}
 	if (fstat(job->fd, &st) || !S_ISREG(st.st_mode) ||
 	    buildid_read(job->fd, id) != job->len || memcmp(id, job->id, job->len)) {
@@ -753,22 +792,20 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		k->st.over_bound++;
 		return;
 	}
-	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(dest, '/') - dest), dest);
-	if ((err = mkdir_private(dir))) {
-		fail(k, err, "making", dir);
-		return;
-	}
 	/*
-	 * A hard link costs nothing; not of a set-id file, whose old version
-	 * must not outlive an upgrade (fs.protected_hardlinks' reason).
+	 * A hard link costs nothing, but shares the inode: only of a file no
+	 * one but this user and root can write, or its owner would change the
+	 * entry after the fact (a copy for the rest). Not of a set-id file
+	 * either, whose old version must not outlive an upgrade
+	 * (fs.protected_hardlinks' reason).
 	 */
+	linkable = buildid_file_trusted(&st) && !(st.st_mode & (S_ISUID | S_ISGID));
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", job->fd);
-	if (!(st.st_mode & (S_ISUID | S_ISGID)) &&
-	    !linkat(AT_FDCWD, self, AT_FDCWD, dest, AT_SYMLINK_FOLLOW)) {
+	if (linkable && !linkat(AT_FDCWD, self, AT_FDCWD, dest, AT_SYMLINK_FOLLOW)) {
 		k->st.linked++;
-	} else if (!(st.st_mode & (S_ISUID | S_ISGID)) && errno == EEXIST) {
+	} else if (linkable && errno == EEXIST) {
 		k->st.present++;
-	} else if ((err = copy_to(k, job->fd, dest, st.st_size))) {
+	} else if ((err = copy_to(k, job->fd, dest, st.st_size, job->id, job->len))) {
 		fail(k, err, "copying into", dest);
 		return;
 	} else {

@@ -18,6 +18,7 @@ struct buildid_keeper_stats {
 	uint64_t held;		/* taken from the file held since its mmap (the process gone, maybe the file) */
 	uint64_t unopened;	/* the mapped file could not be opened any more */
 	uint64_t mismatched;	/* the file opened holds another build ID (replaced meanwhile) */
+	uint64_t untrusted;	/* entries found that others could change: kept again as copies */
 	uint64_t over_bound;	/* not kept: bigger than the bound allows */
 	uint64_t failed;	/* not kept: an error writing the cache */
 	uint64_t dropped;	/* not kept: too many waiting at once */
@@ -36,7 +37,9 @@ struct buildid_keeper;
 
 /**
  * buildid_keeper__new() - keep binaries in the build-ID tree of @dir
- * (created, owner-only, if missing), holding at most @max_bytes (every
+ * (created, owner-only, if missing; refused with EPERM when it or a
+ * directory on the way can be changed by someone other than the effective
+ * user and root: buildid_tree_trust()), holding at most @max_bytes (every
  * entry at its file size; oldest use evicted first), with a thread of its
  * own. An entry this keeper kept or found is not evicted by it within
  * @protect_s seconds of its last use by it (BUILDID_KEEPER_PROTECT_ALL: a
@@ -56,7 +59,10 @@ struct buildid_keeper *buildid_keeper__new(const char *dir, uint64_t max_bytes,
  * through the process's root, then @module_path. Each build ID is taken
  * once. The file is opened here, so that it is held even if the process
  * exits and the file is removed before the keeper's thread gets to it; the
- * rest (a hard link, or a copy) is done on that thread. Thread-safe; never
+ * rest is done on that thread: a hard link only of a file no one but the
+ * effective user and root can write, else a copy (checked to hold the
+ * build, whole), so that an entry is never changed by the owner of the
+ * original after the fact. Thread-safe; never
  * waits on file copies.
  */
 void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t len, uint32_t pid,

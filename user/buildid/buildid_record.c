@@ -22,10 +22,22 @@ struct buildid_keeper *buildid_record__start(const char *cmd, uint64_t max_bytes
 		return NULL;
 	}
 	k = buildid_keeper__new(dir, max_bytes, protect_s, why, sizeof(why));
-	if (!k)
+	if (k)
+		return k;
+	if (errno == EPERM) {
+		size_t n = strlen(dir);
+		/* a directory someone else can change: "DIR: owned by uid 1000, not by root" */
+		const char *what = !strncmp(why, dir, n) && !strncmp(why + n, ": ", 2) ?
+				   why + n + 2 : why;
+
+		fprintf(stderr, "sfprof %s: build-ID cache %s: %s: not used (set XDG_CACHE_HOME "
+			"to a directory of your own, or run with --no-buildid-cache)\n", cmd, dir,
+			what);
+	} else {
 		fprintf(stderr, "sfprof %s: build-ID cache: %s (--no-buildid-cache runs without "
 			"it)\n", cmd, why);
-	return k;
+	}
+	return NULL;
 }
 
 void buildid_record__module(void *ctx, uint32_t pid, const struct sfu_mapping *m)
@@ -71,6 +83,9 @@ int buildid_record__finish(struct buildid_keeper *k, const char *cmd, FILE *out)
 		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " binaries not kept: the cache's "
 			"bound (--buildid-cache-size) is smaller than what this recording needs\n",
 			cmd, st.over_bound);
+	if (st.untrusted)
+		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " entries others could change "
+			"(links of their files) kept again as copies\n", cmd, st.untrusted);
 	if (st.unopened || st.mismatched || st.dropped)
 		fprintf(out, "sfprof %s: build-ID cache: %" PRIu64 " binaries not kept: %" PRIu64
 			" could no longer be opened, %" PRIu64 " were replaced by another build "

@@ -164,6 +164,7 @@ struct sfu_cache *procs__new_cache(void)
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	struct sfu_cache *cache = sfu_cache__new();
 	char dir[4096];
+	int err;
 
 	if (!cache)
 		return NULL;
@@ -176,9 +177,15 @@ struct sfu_cache *procs__new_cache(void)
 		snprintf(dir, sizeof(dir), "%s/.cache/sfprof", home);
 	else
 		return cache;
-	if (sfu_cache__set_dir(cache, dir)) {
+	err = sfu_cache__set_dir(cache, dir);
+	if (err == -EPERM) {
+		/* tables someone else could write would unwind nothing right: derived anew */
+		fprintf(stderr, "sfprof: unwind tables derived from .eh_frame: %s: a directory "
+			"someone other than this user or root can change (it, or one on the way "
+			"to it): not used\n", dir);
+	} else if (err) {
 		sfu_cache__free(cache);
-		errno = ENOMEM;
+		errno = -err;
 		return NULL;
 	}
 	return cache;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buildid/buildid.h"
@@ -84,6 +85,7 @@ struct symbolizer {
 	debuginfod_client *dbgd;
 	bool dbgd_tried;
 	char *cache_dir;	/* the build-ID cache's directory, NULL when there is none */
+	bool cache_said;	/* why an entry of it was refused, said once */
 };
 
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
@@ -167,20 +169,29 @@ static bool same_build_id(const struct sfu_module *m, const uint8_t *id, size_t 
 
 /*
  * Open @path if it is the ELF file with this build ID (any build ID when
- * len is 0); *@other is set when it is another build's.
+ * len is 0) and, when @size is not 0, of that size (what the recording
+ * saw: a build ID is easily forged); *@other is set when it is another
+ * build's.
  */
-static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len,
-					bool *other)
+static struct sfu_module *open_sized(const char *path, const uint8_t *id, size_t len,
+				     uint64_t size, bool *other)
 {
 	/* segments and symbols: nothing of what unwinding reads */
 	struct sfu_module *m = sfu_module__open_flags(path, SFU_MODULE_OPEN_NO_UNWIND, NULL);
 
-	if (m && len && !same_build_id(m, id, len)) {
+	if (m && ((len && !same_build_id(m, id, len)) ||
+		  (size && sfu_module__file_size(m) != size))) {
 		sfu_module__put(m);
 		*other = true;
 		return NULL;
 	}
 	return m;
+}
+
+static struct sfu_module *open_matching(const char *path, const uint8_t *id, size_t len,
+					bool *other)
+{
+	return open_sized(path, id, len, 0, other);
 }
 
 static void build_id_path(char *out, size_t cap, const char *dir, const uint8_t *id, size_t len)
@@ -222,25 +233,55 @@ static bool debuginfod_wanted(const struct symbolizer *s)
 }
 
 /*
- * The file with this build ID (@suffix NULL: the binary, else its debug
- * file) in the build-ID trees: --buildid-dir's (an archive's), then the cache.
+ * Whether the cache's entry @path may be read: it, and every directory on
+ * the way to it, can be changed by no one but this user and root (root
+ * reporting must not read what a user put or links there). A refusal is
+ * said once.
  */
-static struct sfu_module *find_kept(struct symbolizer *s, const uint8_t *id, size_t len,
-				    const char *suffix)
+static bool cache_entry_trusted(struct symbolizer *s, const char *path)
+{
+	char why[4600];
+	int err = buildid_entry_trust(s->cache_dir, path, why, sizeof(why));
+
+	if (err && err != -ENOENT && !s->cache_said) {
+		s->cache_said = true;
+		fprintf(stderr, "sfprof: build-ID cache %s: %s: not used\n", s->cache_dir, why);
+	}
+	return !err;
+}
+
+/*
+ * The file with this build ID (@suffix NULL: the binary, else its debug
+ * file) in the build-ID trees: --buildid-dir's (an archive's), then the
+ * cache; of @size bytes when that is not 0. A tree's entry is a file, never
+ * a link to one.
+ */
+static struct sfu_module *find_kept_sized(struct symbolizer *s, const uint8_t *id, size_t len,
+					  const char *suffix, uint64_t size)
 {
 	char path[4400];
 	struct sfu_module *m;
+	struct stat st;
 	bool other;	/* a tree's entry holds its build ID: never another's */
 
 	for (size_t i = 0; i <= s->opts.num_buildid_dirs; i++) {
-		const char *dir = i < s->opts.num_buildid_dirs ? s->opts.buildid_dirs[i] :
-								 s->cache_dir;
+		bool cache = i == s->opts.num_buildid_dirs;
+		const char *dir = cache ? s->cache_dir : s->opts.buildid_dirs[i];
 
-		if (dir && !buildid_path(path, sizeof(path), dir, id, len, suffix) &&
-		    (m = open_matching(path, id, len, &other)))
+		if (!dir || buildid_path(path, sizeof(path), dir, id, len, suffix) ||
+		    lstat(path, &st) || (cache && !cache_entry_trusted(s, path)) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if ((m = open_sized(path, id, len, size, &other)))
 			return m;
 	}
 	return NULL;
+}
+
+static struct sfu_module *find_kept(struct symbolizer *s, const uint8_t *id, size_t len,
+				    const char *suffix)
+{
+	return find_kept_sized(s, id, len, suffix, 0);
 }
 
 /*
@@ -289,6 +330,13 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
 				      size_t build_id_len, const char *path)
 {
+	return symbolizer__module_sized(s, build_id, build_id_len, path, 0);
+}
+
+struct sym_module *symbolizer__module_sized(struct symbolizer *s, const uint8_t *build_id,
+					    size_t build_id_len, const char *path,
+					    uint64_t file_size)
+{
 	size_t plen = strlen(path);
 	struct sym_module *m;
 	const char *slash;
@@ -332,12 +380,17 @@ struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build
 	m->build_id_len = build_id_len;
 	slash = strrchr(m->path, '/');
 	m->name = slash ? slash + 1 : m->path;
-	/* the recorded path only if it still holds the same build (or none was recorded) */
-	if (path[0] == '/')
-		m->bin = open_matching(path, build_id, build_id_len, &m->replaced);
-	/* replaced, removed, or recorded on another machine: the copy kept by build ID */
-	if (!m->bin && build_id_len)
-		m->bin = find_kept(s, build_id, build_id_len, NULL);
+	/*
+	 * The copy kept by build ID first: what the recording saw, which no one
+	 * but this user and root can change since. The recorded path may hold
+	 * another build now, or a forgery of this one put there by whoever can
+	 * write it; it is read only when nothing was kept, and only if it still
+	 * holds the same build (or none was recorded).
+	 */
+	if (build_id_len)
+		m->bin = find_kept_sized(s, build_id, build_id_len, NULL, file_size);
+	if (!m->bin && path[0] == '/')
+		m->bin = open_sized(path, build_id, build_id_len, file_size, &m->replaced);
 	m->dbg = find_debug(s, build_id, build_id_len, debuginfod_wanted(s) &&
 			    (!m->bin || !has_symtab(sfu_module__path(m->bin))));
 	if (!m->bin && m->dbg) {
@@ -1215,23 +1268,51 @@ static int ksym_cmp(const void *a, const void *b)
 
 static void load_kallsyms(struct symbolizer *s)
 {
+	/*
+	 * What kallsyms can be, the file being outside input (an archive's, a
+	 * --kallsyms): a line is an address, a type, a name of at most
+	 * KSYM_NAME_LEN (512) bytes and a module's, so one longer is no symbol's
+	 * and is skipped without being held; a file is some ten times a large
+	 * kernel's (~6 MB, ~150k lines) at most, so a larger one is no
+	 * kallsyms and names nothing.
+	 */
+	enum { KSYM_LINE_MAX = 1024 };
+	const size_t max_bytes = 64u << 20, max_syms = 1u << 21;
 	FILE *f = fopen(s->opts.kallsyms ? s->opts.kallsyms : "/proc/kallsyms", "re");
-	char *line = NULL;
-	size_t cap = 0;
+	char line[KSYM_LINE_MAX + 1];
+	size_t total = 0;
+	bool too_big = false;
 
 	s->ksyms_loaded = true;
 	if (!f)
 		return;
-	/*
-	 * Whole lines: names reach 512 bytes (KSYM_NAME_LEN), and the rest of a
-	 * line cut by a fixed buffer would read as a line of its own, naming a
-	 * symbol no line gives.
-	 */
-	while (getline(&line, &cap, f) > 0) {
+	for (;;) {
 		unsigned long long addr;
-		int name = 0, name_end = 0;
+		int name = 0, name_end = 0, c;
+		size_t len = 0;
 		char type;
 
+		/* the rest of a cut line is never read as a line of its own */
+		while ((c = getc_unlocked(f)) != EOF) {
+			if (++total > max_bytes || c == '\n')
+				break;
+			if (len < KSYM_LINE_MAX)
+				line[len] = c;
+			len++;
+		}
+		if (total > max_bytes) {
+			too_big = true;
+			break;
+		}
+		if (c == EOF && !len)
+			break;
+		if (s->nksyms >= max_syms) {
+			too_big = true;
+			break;
+		}
+		if (len > KSYM_LINE_MAX)
+			continue;
+		line[len] = '\0';
 		if (sscanf(line, "%llx %c %n%*s%n", &addr, &type, &name, &name_end) != 2 ||
 		    !name_end || !addr)
 			continue;
@@ -1261,8 +1342,14 @@ static void load_kallsyms(struct symbolizer *s)
 		s->knames_len += name_end - name;
 		s->knames[s->knames_len++] = '\0';
 	}
-	free(line);
 	fclose(f);
+	if (too_big) {
+		free(s->ksyms);
+		free(s->knames);
+		s->ksyms = NULL;
+		s->knames = NULL;
+		s->nksyms = s->ksyms_cap = s->knames_len = s->knames_cap = 0;
+	}
 	/* no text symbols (a file of data symbols, an empty one): no array to sort */
 	if (s->nksyms)
 		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);

@@ -39,16 +39,26 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
 void symbolizer__free(struct symbolizer *s);
 
 /**
- * symbolizer__module() - the binary a profile's module record names: its
- * recorded path if the build ID matches, else the binary kept by build ID
- * (--buildid-dir, the build-ID cache), else a debug file found by build ID
- * (/usr/lib/debug/.build-id, --debug-file-directory, the build-ID trees,
- * debuginfod). Never
- * NULL: a module whose file is found nowhere still names its frames
- * module+0xoffset.
+ * symbolizer__module() - the binary a profile's module record names: the
+ * binary kept by build ID (--buildid-dir, then the build-ID cache, whose
+ * entries are used only when no one but this user and root can change
+ * them), else its recorded path if the build ID matches, else a debug file
+ * found by build ID (/usr/lib/debug/.build-id, --debug-file-directory, the
+ * build-ID trees, debuginfod). Never NULL: a module whose file is found
+ * nowhere still names its frames module+0xoffset.
  */
 struct sym_module *symbolizer__module(struct symbolizer *s, const uint8_t *build_id,
 				      size_t build_id_len, const char *path);
+
+/**
+ * symbolizer__module_sized() - symbolizer__module() of a module recorded
+ * with its file's size (the profile's module record): a file found of
+ * another size is not the one recorded, whatever build ID it claims. A
+ * @file_size of 0 checks no size.
+ */
+struct sym_module *symbolizer__module_sized(struct symbolizer *s, const uint8_t *build_id,
+					    size_t build_id_len, const char *path,
+					    uint64_t file_size);
 
 /**
  * symbolizer__trim() - one round ends (an agent's window): let go of the

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "buildid/buildid.h"
 #include "buildid/hits.h"
@@ -43,13 +44,18 @@ struct packer {
 	unsigned binaries, debug_files, missing;
 };
 
-/* Add @src as the member for build ID @id (@suffix: .debug or none), once. */
+/*
+ * Add @src as the member for build ID @id (@suffix: .debug or none), once:
+ * the file @src names as it is opened now, checked to hold that build
+ * (report found it so, but a path someone else can write may have changed
+ * since), and read through that same open file.
+ */
 static int add_kept(struct packer *p, const struct session_module *m, const char *src,
 		    const char *suffix, char *why, size_t why_cap)
 {
-	char name[2 * BUILDID_MAX + 32];
+	char name[2 * BUILDID_MAX + 32], self[64];
 	uint64_t *v;
-	int err;
+	int err, fd;
 
 	if (buildid_path(name, sizeof(name), ".", m->build_id, m->build_id_len, suffix))
 		return 0;
@@ -57,7 +63,14 @@ static int add_kept(struct packer *p, const struct session_module *m, const char
 	if (err || *v)
 		return err;
 	*v = 1;
-	err = sfarchive_writer__add(p->w, name + 2, src, why, why_cap);
+	fd = buildid_open_checked(src, m->build_id, m->build_id_len, why, why_cap);
+	if (fd < 0)
+		return fd;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	err = sfarchive_writer__add(p->w, name + 2, self, why, why_cap);
+	close(fd);
+	if (err && !strncmp(why, self, strlen(self)))
+		snprintf(why, why_cap, "%s: %s", src, strerror(-err));
 	if (!err && suffix)
 		p->debug_files++;
 	else if (!err)
