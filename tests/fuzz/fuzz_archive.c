@@ -5,6 +5,7 @@
  * memory, the members checked against the archive's rules as they come; then
  * unpacked from a file as report unpacks it, and the directory checked: only
  * the members' names inside it, and nothing left of it when unpacking fails.
+ * Every member told holds the bytes its header says, no more (sfarchive.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +73,9 @@ static int check_data(void *ctx, const void *buf, size_t len)
 	if (!c->open || !buf)
 		broken("data outside a member");
 	c->bytes += len;
+	if (c->bytes > c->declared)
+		broken("a member holds more than its header's %llu bytes",
+		       (unsigned long long)c->declared);
 	return 0;
 }
 
@@ -81,6 +85,9 @@ static int check_end(void *ctx)
 
 	if (!c->open)
 		broken("a member ended twice");
+	if (c->bytes != c->declared)
+		broken("a member ended at %llu bytes, its header says %llu",
+		       (unsigned long long)c->bytes, (unsigned long long)c->declared);
 	c->open = false;
 	return 0;
 }

@@ -9,12 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "sfarchive.h"
 #include "util/hmap.h"
 
 #define PROFILE_MAGIC_BYTES "\x89SFPROF\n"
+#define ELF_MAGIC_BYTES "\x7f" "ELF"
+
+/* The most members an archive names: a file each, two per binary a profile hit. */
+#define MAX_MEMBERS (1u << 18)
+
+/* Free space an unpack leaves its file system: a sixteenth of it, at most this. */
+#define UNPACK_MARGIN (64ull << 20)
 
 /* --- reading --- */
 
@@ -67,6 +75,105 @@ static const char *archive_why(struct archive *a)
 	return archive_error_string(a) ? archive_error_string(a) : "unreadable";
 }
 
+/* @n bytes as a person reads them, in @buf. */
+static const char *human(uint64_t n, char *buf, size_t cap)
+{
+	if (n >= 1ull << 30)
+		snprintf(buf, cap, "%.1f GiB", n / 1073741824.0);
+	else if (n >= 1ull << 20)
+		snprintf(buf, cap, "%.1f MiB", n / 1048576.0);
+	else if (n >= 1ull << 10)
+		snprintf(buf, cap, "%.1f KiB", n / 1024.0);
+	else
+		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+	return buf;
+}
+
+/* The bytes a member of @kind starts with, their count in *@len; NULL for none. */
+static const char *member_magic(enum sfarchive_kind kind, size_t *len)
+{
+	switch (kind) {
+	case SFARCHIVE_PROFILE_FILE:
+		*len = sizeof(PROFILE_MAGIC_BYTES) - 1;
+		return PROFILE_MAGIC_BYTES;
+	case SFARCHIVE_BINARY:
+	case SFARCHIVE_DEBUG:
+		*len = sizeof(ELF_MAGIC_BYTES) - 1;
+		return ELF_MAGIC_BYTES;
+	default:
+		*len = 0;
+		return NULL;
+	}
+}
+
+static void say_not_magic(const struct sfarchive_member *m, char *why, size_t why_cap)
+{
+	if (m->kind == SFARCHIVE_PROFILE_FILE)
+		snprintf(why, why_cap, "its " SFARCHIVE_PROFILE " is not an sfprof profile");
+	else
+		snprintf(why, why_cap, "member %.200s is not an ELF file", m->name);
+}
+
+/*
+ * Read one member's data to @sink, checked against what its header says
+ * and what its kind starts with, before any of it reaches the sink.
+ */
+static int read_data(struct archive *a, const struct sfarchive_member *m,
+		     const struct sfarchive_sink *sink, char *why, size_t why_cap)
+{
+	size_t magic_len, head_len = 0;
+	const char *magic = member_magic(m->kind, &magic_len);
+	uint8_t head[8];
+	uint64_t got = 0;
+	const void *buf;
+	la_int64_t off;
+	size_t len;
+	int err, r;
+
+	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK ||
+	       r == ARCHIVE_WARN) {
+		if (off < 0 || (uint64_t)off != got) {
+			snprintf(why, why_cap, "member %.200s has holes: refused", m->name);
+			return -EBADMSG;
+		}
+		if (len > m->size - got) {
+			snprintf(why, why_cap, "member %.200s holds more than the %llu bytes its "
+				 "header says", m->name, (unsigned long long)m->size);
+			return -EBADMSG;
+		}
+		if (head_len < magic_len) {
+			size_t n = len < magic_len - head_len ? len : magic_len - head_len;
+
+			memcpy(head + head_len, buf, n);
+			head_len += n;
+			if (head_len == magic_len && memcmp(head, magic, magic_len)) {
+				say_not_magic(m, why, why_cap);
+				return -EBADMSG;
+			}
+		}
+		got += len;
+		if (sink->data && len && (err = sink->data(sink->ctx, buf, len))) {
+			snprintf(why, why_cap, "%.200s: %s", m->name, strerror(-err));
+			return err;
+		}
+	}
+	if (r != ARCHIVE_EOF) {
+		snprintf(why, why_cap, "member %.200s: %s", m->name, archive_why(a));
+		return -EBADMSG;
+	}
+	if (got != m->size) {
+		snprintf(why, why_cap, "member %.200s holds %llu bytes, its header says %llu",
+			 m->name, (unsigned long long)got, (unsigned long long)m->size);
+		return -EBADMSG;
+	}
+	/* a profile, not another archive: a reader opens it as one, never nests */
+	if (head_len < magic_len) {
+		say_not_magic(m, why, why_cap);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* Read every member of @a, telling @sink those it takes. */
 static int read_members(struct archive *a, const struct sfarchive_sink *sink, char *why,
 			size_t why_cap)
@@ -74,9 +181,9 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 	struct hmap *seen = hmap__new(HMAP_BYTES);
 	struct archive_entry *e;
 	uint64_t total = 0;
-	uint8_t head[8];
-	size_t head_len;
+	unsigned members = 0;
 	bool profile = false;
+	char h1[32], h2[32];
 	int err = 0, r;
 
 	if (!seen) {
@@ -88,9 +195,6 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 		const char *name = archive_entry_pathname(e);
 		uint8_t key[1 + BUILDID_MAX];
 		uint64_t *v;
-		const void *buf;
-		size_t len;
-		la_int64_t off;
 
 		if (!name) {
 			err = -EBADMSG;
@@ -107,16 +211,48 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 			snprintf(why, why_cap, "member %.200s is not a regular file", name);
 			goto out;
 		}
+		if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0) {
+			err = -EBADMSG;
+			snprintf(why, why_cap, "member %.200s has no size", name);
+			goto out;
+		}
+		m.size = archive_entry_size(e);
+		/* skipped members are read through too (a zstd stream does not seek) */
+		if (m.size > SFARCHIVE_MAX_BYTES - total) {
+			err = -EFBIG;
+			snprintf(why, why_cap, "members of more than %s in all: refused",
+				 human(SFARCHIVE_MAX_BYTES, h1, sizeof(h1)));
+			goto out;
+		}
+		total += m.size;
 		m.kind = classify(name, &m);
 		if (m.kind == SFARCHIVE_OTHER)
 			continue;	/* an archive of a later sfprof: what this one does not know */
 		m.name = name;
-		m.size = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ?
-				 (uint64_t)archive_entry_size(e) : 0;
+		if (++members > MAX_MEMBERS) {
+			err = -EFBIG;
+			snprintf(why, why_cap, "more than %u members: refused", MAX_MEMBERS);
+			goto out;
+		}
+		if (m.kind == SFARCHIVE_KALLSYMS_FILE && m.size > SFARCHIVE_MAX_KALLSYMS) {
+			err = -EFBIG;
+			snprintf(why, why_cap, "member " SFARCHIVE_KALLSYMS " of %s, more than a "
+				 "kallsyms can be (%s): refused", human(m.size, h1, sizeof(h1)),
+				 human(SFARCHIVE_MAX_KALLSYMS, h2, sizeof(h2)));
+			goto out;
+		}
+		/* written whole, at the size its header gives: a hole is a size that lies */
+		if (archive_entry_sparse_count(e) > 0) {
+			err = -EBADMSG;
+			snprintf(why, why_cap, "member %.200s has holes: refused", name);
+			goto out;
+		}
 		key[0] = m.kind;
 		memcpy(key + 1, m.build_id, m.build_id_len);
-		if ((err = hmap__entry(seen, key, 1 + m.build_id_len, &v, NULL)))
+		if ((err = hmap__entry(seen, key, 1 + m.build_id_len, &v, NULL))) {
+			snprintf(why, why_cap, "out of memory");
 			goto out;
+		}
 		if (*v) {
 			err = -EBADMSG;
 			snprintf(why, why_cap, "member %.200s is there twice", name);
@@ -128,42 +264,10 @@ static int read_members(struct archive *a, const struct sfarchive_sink *sink, ch
 			snprintf(why, why_cap, "%.200s: %s", name, strerror(-err));
 			goto out;
 		}
-		head_len = 0;
-		while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK ||
-		       r == ARCHIVE_WARN) {
-			if (m.kind == SFARCHIVE_PROFILE_FILE && head_len < sizeof(head)) {
-				size_t n = len < sizeof(head) - head_len ? len : sizeof(head) - head_len;
-
-				memcpy(head + head_len, buf, n);
-				head_len += n;
-			}
-			/* sparse members: holes are not written, so none are expected */
-			total += len;
-			if (total > SFARCHIVE_MAX_BYTES) {
-				err = -EFBIG;
-				snprintf(why, why_cap, "more than %llu GiB unpacked: refused",
-					 SFARCHIVE_MAX_BYTES >> 30);
-				goto out;
-			}
-			if (sink->data && len && (err = sink->data(sink->ctx, buf, len))) {
-				snprintf(why, why_cap, "%.200s: %s", name, strerror(-err));
-				goto out;
-			}
-		}
-		if (r != ARCHIVE_EOF) {
-			err = -EBADMSG;
-			snprintf(why, why_cap, "member %.200s: %s", name, archive_why(a));
+		if ((err = read_data(a, &m, sink, why, why_cap)))
 			goto out;
-		}
 		if (sink->end && (err = sink->end(sink->ctx))) {
 			snprintf(why, why_cap, "%.200s: %s", name, strerror(-err));
-			goto out;
-		}
-		/* a profile, not another archive: a reader opens it as one, never nests */
-		if (m.kind == SFARCHIVE_PROFILE_FILE &&
-		    (head_len < sizeof(head) || memcmp(head, PROFILE_MAGIC_BYTES, 8))) {
-			err = -EBADMSG;
-			snprintf(why, why_cap, "its " SFARCHIVE_PROFILE " is not an sfprof profile");
 			goto out;
 		}
 	}
@@ -217,13 +321,40 @@ int sfarchive_read_memory(const void *data, size_t size, const struct sfarchive_
 struct unpack {
 	int dirfd;
 	int fd;
+	const char *dir;	/* where it is made, for messages */
+	char why[512];	/* what the sink saw, said better than an errno */
 };
+
+/* Whether @m fits in the directory's file system, a margin left. @return 0 or -ENOSPC. */
+static int unpack_room(struct unpack *u, const struct sfarchive_member *m)
+{
+	uint64_t avail, margin;
+	struct statvfs fs;
+	char h1[32], h2[32], h3[32];
+
+	if (fstatvfs(u->dirfd, &fs))
+		return -errno;
+	avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+	margin = (uint64_t)fs.f_blocks * fs.f_frsize / 16;
+	if (margin > UNPACK_MARGIN)
+		margin = UNPACK_MARGIN;
+	if (m->size <= avail && avail - m->size >= margin && (!fs.f_files || fs.f_favail > 2))
+		return 0;
+	/* what to do about it first: a path in front may leave little of the message */
+	snprintf(u->why, sizeof(u->why), "member of %s refused: %s free in %s, %s of it kept; "
+		 "TMPDIR names where to unpack (%.200s)", human(m->size, h1, sizeof(h1)),
+		 human(avail, h2, sizeof(h2)), u->dir, human(margin, h3, sizeof(h3)), m->name);
+	return -ENOSPC;
+}
 
 static int unpack_begin(void *ctx, const struct sfarchive_member *m)
 {
 	struct unpack *u = ctx;
 	char sub[sizeof(BUILDID_TREE) + 4];
+	int err;
 
+	if ((err = unpack_room(u, m)))
+		return err;
 	if (m->kind == SFARCHIVE_BINARY || m->kind == SFARCHIVE_DEBUG) {
 		snprintf(sub, sizeof(sub), BUILDID_TREE "/%.2s", m->name + strlen(BUILDID_TREE) + 1);
 		if ((mkdirat(u->dirfd, BUILDID_TREE, 0700) && errno != EEXIST) ||
@@ -244,6 +375,12 @@ static int unpack_data(void *ctx, const void *buf, size_t len)
 	while (len) {
 		ssize_t n = write(u->fd, p, len);
 
+		if (n < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+			/* filled by others since the member began */
+			snprintf(u->why, sizeof(u->why), "no space left in %s: refused; TMPDIR "
+				 "names where to unpack", u->dir);
+			return -ENOSPC;
+		}
 		if (n < 0)
 			return -errno;
 		p += n;
@@ -322,11 +459,12 @@ int sfarchive_unpack(const char *path, char **dir, char *why, size_t why_cap)
 		goto out;
 	}
 	sink.ctx = &u;
+	u.dir = tmp;
 	err = read_members(a, &sink, why, why_cap);
 	if (err) {
 		char inner[512];
 
-		snprintf(inner, sizeof(inner), "%s", why);
+		snprintf(inner, sizeof(inner), "%s", u.why[0] ? u.why : why);
 		snprintf(why, why_cap, "%s: %s", path, inner);
 	}
 out:

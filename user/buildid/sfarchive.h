@@ -25,8 +25,20 @@
 #define SFARCHIVE_PROFILE "sfprof.data"
 #define SFARCHIVE_KALLSYMS "kallsyms"
 
-/* The most a reader unpacks, all members together: a bound on a hostile archive's size. */
+/*
+ * What a member can be. Every member is taken at the size its header gives
+ * and must hold that many bytes, none of them a hole; the profile starts
+ * with its magic, binaries and debug files with ELF's; and:
+ *   - all members together, those skipped too: at most SFARCHIVE_MAX_BYTES,
+ *     a bound on a hostile archive's size;
+ *   - kallsyms: at most SFARCHIVE_MAX_KALLSYMS, some ten times a large
+ *     kernel's (lines of at most ~600 bytes, a few hundred thousand of them).
+ * Unpacking also refuses a member that would leave the directory's file
+ * system with less than a margin free. A member is refused at its header
+ * or its first bytes, before any of it is written.
+ */
 #define SFARCHIVE_MAX_BYTES (64ull << 30)
+#define SFARCHIVE_MAX_KALLSYMS (64ull << 20)
 
 enum sfarchive_kind {
 	SFARCHIVE_OTHER = 0,	/* skipped */
@@ -97,7 +109,7 @@ struct sfarchive_sink {
  * sfarchive_read_memory() - read an archive held in memory, telling @sink
  * each member it takes. @return 0, or a negative errno with @why filled:
  * -EBADMSG for a damaged archive or one that breaks the rules above,
- * -EFBIG past SFARCHIVE_MAX_BYTES, or what a sink returned.
+ * -EFBIG for a member larger than it can be, or what a sink returned.
  */
 int sfarchive_read_memory(const void *data, size_t size, const struct sfarchive_sink *sink,
 			  char *why, size_t why_cap);
@@ -106,7 +118,9 @@ int sfarchive_read_memory(const void *data, size_t size, const struct sfarchive_
  * sfarchive_unpack() - unpack the archive at @path into a new private
  * directory (mkdtemp in $TMPDIR, else /tmp), returned in *@dir (free() it;
  * sfarchive_remove() removes it). Nothing is left behind on failure.
- * @return 0, or a negative errno with @why filled.
+ * @return 0, or a negative errno with @why filled: those of
+ * sfarchive_read_memory(), -ENOSPC for a member the directory's file system
+ * has no room for.
  */
 int sfarchive_unpack(const char *path, char **dir, char *why, size_t why_cap);
 

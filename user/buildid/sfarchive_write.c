@@ -132,7 +132,7 @@ int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const ch
 			  char *why, size_t why_cap)
 {
 	struct archive_entry *e = NULL;
-	uint64_t left;
+	uint64_t left, max;
 	struct stat st;
 	char buf[65536], *whole = NULL;
 	int fd, err = 0;
@@ -151,6 +151,15 @@ int sfarchive_writer__add(struct sfarchive_writer *w, const char *name, const ch
 	/* /proc files say 0 bytes: their size is what a read to the end gives */
 	if (!st.st_size && (err = slurp(fd, &whole, &st.st_size))) {
 		snprintf(why, why_cap, "%s: %s", src, strerror(-err));
+		goto out;
+	}
+	/* what a reader would refuse (sfarchive.h): said now, not when it is read */
+	max = !strcmp(name, SFARCHIVE_KALLSYMS) ? SFARCHIVE_MAX_KALLSYMS :
+						   SFARCHIVE_MAX_BYTES - w->bytes;
+	if ((uint64_t)st.st_size > max) {
+		err = -EFBIG;
+		snprintf(why, why_cap, "%s: %lld bytes, more than an archive takes (%llu MiB "
+			 "for %s)", src, (long long)st.st_size, (unsigned long long)(max >> 20), name);
 		goto out;
 	}
 	e = archive_entry_new();
