@@ -22,7 +22,7 @@
 #include "xray_stacks.h"
 
 static const char usage[] =
-	"usage: sfprof import xray -m BINARY [-o FILE] [--functions] TRACE...\n"
+	"usage: sfprof import xray -m BINARY [-o FILE] [--functions] [--force] TRACE...\n"
 	"       sfprof import xray -m BINARY --map\n"
 	"\n"
 	"Make a profile (default sfprof.data) from XRay traces (FDR versions 1-5 or\n"
@@ -46,7 +46,15 @@ static const char usage[] =
 	"      --functions             print each function entered: id, entries, frames\n"
 	"                              of it closed (by its exit or an outer one: the\n"
 	"                              count of `llvm-xray account -d`), address in BINARY\n"
-	"      --map                   print BINARY's function ids and addresses, and stop\n";
+	"      --map                   print BINARY's function ids and addresses, and stop\n"
+	"      --force                 import a trace that does not look like BINARY's:\n"
+	"                              by default a trace is refused (exit 1, nothing\n"
+	"                              written) when it has function ids past the map's\n"
+	"                              functions or compiler-rt's file name for another\n"
+	"                              program (xray-log.NAME.XXXXXX): it is a trace of\n"
+	"                              another build, whose ids name other functions.\n"
+	"                              Records of a kind the function's sleds do not make\n"
+	"                              (a tail exit without a tail-call sled) are warned of\n";
 
 /* Time is summed per window of this many ns of the trace: sample weights are 32-bit ns. */
 #define WINDOW_NS 1000000000ull
@@ -68,6 +76,12 @@ struct trace {
 	uint64_t offset_ns;	/* where the trace starts in the profile's time */
 	uint64_t mtime_ns;
 	uint64_t first_cell;	/* its cells' place in the spill */
+	/* what says it is not BINARY's trace */
+	uint64_t foreign_ids;		/* function records of ids the map does not have */
+	int32_t max_id;			/* the largest id seen */
+	uint64_t foreign_kinds;		/* records of a kind their function's sleds do not make */
+	int32_t kind_id;		/* the first of those: its function and record kind */
+	uint8_t kind_rec;
 };
 
 struct import {
@@ -78,7 +92,7 @@ struct import {
 	struct sfu_module *module;
 	struct trace *traces;
 	size_t ntraces;
-	bool functions, map_only;
+	bool functions, map_only, force;
 	uint64_t unknown_ids;
 	/*
 	 * Windows are written here as they close, and read back once every
@@ -149,6 +163,87 @@ static int spill_window(void *ctx, const struct xray_cell *cells, size_t n)
 	return 0;
 }
 
+/* A function record against the map: its id, and a sled of its function that makes its kind. */
+static void check_record(const struct import *im, struct trace *t, const struct xray_record *rec)
+{
+	static const uint8_t makes[] = {
+		[XRAY_REC_ENTER] = 1u << XRAY_SLED_ENTRY | 1u << XRAY_SLED_LOG_ARGS_ENTRY,
+		[XRAY_REC_EXIT] = 1u << XRAY_SLED_EXIT,
+		[XRAY_REC_TAIL_EXIT] = 1u << XRAY_SLED_TAIL,
+		[XRAY_REC_ENTER_ARGS] = 1u << XRAY_SLED_LOG_ARGS_ENTRY,
+	};
+	uint8_t kinds;
+
+	if (rec->func_id > t->max_id)
+		t->max_id = rec->func_id;
+	if (xray_instrmap__kinds(im->map, rec->func_id, &kinds)) {
+		t->foreign_ids++;
+		return;
+	}
+	if (!(kinds & makes[rec->kind]) && !t->foreign_kinds++) {
+		t->kind_id = rec->func_id;
+		t->kind_rec = rec->kind;
+	}
+}
+
+/*
+ * compiler-rt names a trace xray_logfile_base, the program's name and six
+ * random characters; by default the base is "xray-log.". @return the NAME of
+ * "xray-log.NAME.XXXXXX" in @path's file name (@len bytes), or NULL.
+ */
+static const char *trace_program(const char *path, size_t *len)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(base);
+
+	if (strncmp(base, "xray-log.", 9) || n < 9 + 1 + 7 || base[n - 7] != '.')
+		return NULL;
+	*len = n - 7 - 9;
+	return base + 9;
+}
+
+/*
+ * Does trace @t look like BINARY's? Ids past the map, kinds its sleds do not
+ * make, a file name compiler-rt gave another program. @return 0, or 1 after
+ * saying why not.
+ */
+static int check_trace(const struct import *im, const struct trace *t)
+{
+	static const char *const rec_names[] = { "an entry", "an exit", "a tail exit",
+						 "an entry with arguments" };
+	static const char *const sled_names[] = { "entry", "exit", "tail-call", "argument-logging" };
+	static const uint8_t sled_of[] = { XRAY_SLED_ENTRY, XRAY_SLED_EXIT, XRAY_SLED_TAIL,
+					   XRAY_SLED_LOG_ARGS_ENTRY };
+	const char *prog;
+	size_t len;
+	int bad = 0;
+
+	if (t->foreign_ids) {
+		fprintf(stderr, "sfprof import: %s: %" PRIu64 " function records of ids %s's "
+			"xray_instr_map does not have (ids up to %" PRId32 ", the map has %zu "
+			"functions)\n", t->path, t->foreign_ids, im->binary, t->max_id,
+			xray_instrmap__count(im->map));
+		bad = 1;
+	}
+	/* said, not refused: traces written from the spec have them, and so may a damaged one */
+	if (t->foreign_kinds)
+		fprintf(stderr, "sfprof import: %s: warning: %" PRIu64 " function records of a kind "
+			"their function's sleds in %s do not make (the first: %s of function #%"
+			PRId32 ", which has no %s sled)\n", t->path, t->foreign_kinds, im->binary,
+			rec_names[t->kind_rec], t->kind_id, sled_names[sled_of[t->kind_rec]]);
+	prog = trace_program(t->path, &len);
+	if (prog && (strlen(im->comm) != len || memcmp(prog, im->comm, len))) {
+		fprintf(stderr, "sfprof import: %s: compiler-rt named this trace after a program "
+			"called '%.*s', not '%s'\n", t->path, (int)len, prog, im->comm);
+		bad = 1;
+	}
+	if (bad)
+		fprintf(stderr, "sfprof import: %s: not a trace of %s (of another build? its function "
+			"ids would name other functions): nothing written; --force imports it "
+			"anyway\n", t->path, im->binary);
+	return bad;
+}
+
 /* Read one trace through its stacks; @return 0, or 1 after printing why it cannot be used. */
 static int read_trace(struct import *im, struct trace *t)
 {
@@ -206,6 +301,8 @@ static int read_trace(struct import *im, struct trace *t)
 		}
 		if ((ret = xray_stacks__add(t->stacks, &rec)))
 			break;
+		if (rec.kind <= XRAY_REC_ENTER_ARGS)
+			check_record(im, t, &rec);
 		/* pages read are not needed again: memory stays the stacks', not the trace's */
 		if (rec.offset >= dropped + DROP_STEP && rec.offset < (uint64_t)st.st_size) {
 			uint64_t upto = (rec.offset - DROP_MARGIN) & ~(uint64_t)(DROP_STEP - 1);
@@ -628,12 +725,13 @@ static void import_free(struct import *im)
 
 static int import_xray(int argc, char **argv)
 {
-	enum { OPT_FUNCTIONS = 256, OPT_MAP };
+	enum { OPT_FUNCTIONS = 256, OPT_MAP, OPT_FORCE };
 	static const struct option opts[] = {
 		{ "instr-map", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
 		{ "map", no_argument, NULL, OPT_MAP },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -657,6 +755,9 @@ static int import_xray(int argc, char **argv)
 			break;
 		case OPT_MAP:
 			im.map_only = true;
+			break;
+		case OPT_FORCE:
+			im.force = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -706,6 +807,8 @@ static int import_xray(int argc, char **argv)
 
 		t->path = argv[i];
 		if (read_trace(&im, t))
+			goto out;
+		if (!im.force && check_trace(&im, t))
 			goto out;
 		xray_stacks__foreach_func(t->stacks, count_unknown, &im);
 		losses += t->losses;

@@ -138,6 +138,22 @@ struct xray_instrmap *xray_instrmap__open(const char *path, char *reason);
  */
 int xray_instrmap__func(const struct xray_instrmap *m, int32_t id, uint64_t *addr);
 
+/* Sled kinds (compiler-rt's XRayEntryType), as bits of xray_instrmap__kinds(). */
+enum {
+	XRAY_SLED_ENTRY = 0,
+	XRAY_SLED_EXIT = 1,
+	XRAY_SLED_TAIL = 2,
+	XRAY_SLED_LOG_ARGS_ENTRY = 3,
+	XRAY_SLED_CUSTOM_EVENT = 4,
+	XRAY_SLED_TYPED_EVENT = 5,
+};
+
+/**
+ * xray_instrmap__kinds() - the kinds of function @id's sleds, each as a bit
+ * 1 << XRAY_SLED_*. @return 0, or -ENOENT for an id the map does not have.
+ */
+int xray_instrmap__kinds(const struct xray_instrmap *m, int32_t id, uint8_t *kinds);
+
 /** @return the number of functions. */
 size_t xray_instrmap__count(const struct xray_instrmap *m);
 

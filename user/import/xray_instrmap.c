@@ -28,6 +28,7 @@ struct reloc {
 
 struct xray_instrmap {
 	uint64_t *addrs;	/* by id - 1 */
+	uint8_t *kinds;		/* by id - 1: 1 << the kind of each of its sleds */
 	size_t count;
 };
 
@@ -198,7 +199,8 @@ static int read_sleds(struct xray_instrmap *m, Elf *elf, const GElf_Ehdr *eh, El
 		return -EBADMSG;
 	}
 	m->addrs = calloc(nsleds, sizeof(*m->addrs));
-	if (!m->addrs) {
+	m->kinds = calloc(nsleds, sizeof(*m->kinds));
+	if (!m->addrs || !m->kinds) {
 		snprintf(reason, 160, "out of memory");
 		return -ENOMEM;
 	}
@@ -206,7 +208,7 @@ static int read_sleds(struct xray_instrmap *m, Elf *elf, const GElf_Ehdr *eh, El
 	for (size_t i = 0; i < nsleds; i++, p += sled) {
 		uint64_t pos = (uint64_t)i * sled;
 		uint64_t func = get_word(p + word, word, big);
-		uint8_t version = p[2 * word + 2];
+		uint8_t version = p[2 * word + 2], kind = p[2 * word];
 
 		/*
 		 * Older sleds in position-independent files and sleds in objects
@@ -240,6 +242,8 @@ static int read_sleds(struct xray_instrmap *m, Elf *elf, const GElf_Ehdr *eh, El
 			cur = func;
 			m->addrs[id - 1] = func;
 		}
+		if (kind < 8)
+			m->kinds[id - 1] |= 1u << kind;
 	}
 	m->count = id;
 	free(relocs);
@@ -323,6 +327,14 @@ int xray_instrmap__func(const struct xray_instrmap *m, int32_t id, uint64_t *add
 	return 0;
 }
 
+int xray_instrmap__kinds(const struct xray_instrmap *m, int32_t id, uint8_t *kinds)
+{
+	if (id < 1 || (size_t)id > m->count)
+		return -ENOENT;
+	*kinds = m->kinds[id - 1];
+	return 0;
+}
+
 size_t xray_instrmap__count(const struct xray_instrmap *m)
 {
 	return m->count;
@@ -333,5 +345,6 @@ void xray_instrmap__free(struct xray_instrmap *m)
 	if (!m)
 		return;
 	free(m->addrs);
+	free(m->kinds);
 	free(m);
 }

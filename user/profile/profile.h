@@ -273,6 +273,15 @@ uint64_t profile_writer__bytes(const struct profile_writer *w);
 uint64_t profile_writer__samples(const struct profile_writer *w);
 
 /**
+ * profile_writer__written() - what the file holds: @samples and @lost counts
+ * in whole blocks on disk; @unwritten: samples given that are not there (in
+ * a block a write error cut away, or given after it), or still in the block
+ * being filled (none after profile_writer__flush()).
+ */
+void profile_writer__written(const struct profile_writer *w, uint64_t *samples, uint64_t *lost,
+			     uint64_t *unwritten);
+
+/**
  * profile_writer__close() - flush, write the trailer and close.
  * @failed: the recording stopped early because of an error (noted in the trailer).
  *

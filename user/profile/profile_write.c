@@ -45,6 +45,9 @@ struct profile_writer {
 	uint8_t *stack_space;	/* of each stack id, from 1: samples may give ids */
 	size_t stack_space_cap;
 	uint64_t samples, lost, blocks;
+	/* of samples and lost counts given, those in whole blocks on disk, and those refused */
+	uint64_t block_samples, block_lost;
+	uint64_t samples_written, lost_written, refused;
 	uint64_t first_time, last_time;
 	uint32_t processes;
 	uint32_t events;	/* event ids given */
@@ -189,6 +192,9 @@ int profile_writer__flush(struct profile_writer *w)
 	if (err)
 		return err;
 	w->blocks++;
+	w->samples_written += w->block_samples;
+	w->lost_written += w->block_lost;
+	w->block_samples = w->block_lost = 0;
 	w->block.len = 0;
 	w->block_records = 0;
 	w->prev_time = 0;
@@ -487,8 +493,11 @@ int profile_writer__lost(struct profile_writer *w, const struct profile_lost *l)
 	put_time(w, l->time_ns);
 	put_varint(&w->scratch, l->cpu);
 	put_varint(&w->scratch, l->count);
+	if (append(w, PROFILE_REC_LOST))
+		return w->err;
 	w->lost += l->count;
-	return append(w, PROFILE_REC_LOST);
+	w->block_lost += l->count;
+	return 0;
 }
 
 int profile_writer__mapping(struct profile_writer *w, const struct profile_mapping *m)
@@ -645,6 +654,11 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 
 	if (bad_time(s->time_ns))
 		return -EINVAL;
+	/* after a write error nothing more reaches the file: counted, for the summary */
+	if (w->err) {
+		w->refused++;
+		return w->err;
+	}
 	if ((err = sample_stack(w, PROFILE_USER, s->ustack, s->ustack_len, s->ustack_id, &uid)) ||
 	    (err = sample_stack(w, PROFILE_KERNEL, s->kstack, s->kstack_len, s->kstack_id, &kid)))
 		return err;
@@ -663,6 +677,7 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	err = append(w, PROFILE_REC_SAMPLE);
 	if (err)
 		return err;
+	w->block_samples++;
 	if (!w->samples++ || s->time_ns < w->first_time)
 		w->first_time = s->time_ns;
 	if (s->time_ns > w->last_time)
@@ -700,6 +715,14 @@ uint64_t profile_writer__bytes(const struct profile_writer *w)
 uint64_t profile_writer__samples(const struct profile_writer *w)
 {
 	return w->samples;
+}
+
+void profile_writer__written(const struct profile_writer *w, uint64_t *samples, uint64_t *lost,
+			     uint64_t *unwritten)
+{
+	*samples = w->samples_written;
+	*lost = w->lost_written;
+	*unwritten = w->samples - w->samples_written + w->refused;
 }
 
 /* Flush, write the trailer and close; on an error keep the blocks written, or with !@keep nothing. */

@@ -121,11 +121,23 @@ static const char usage[] =
 	"with -a as well, the whole system for as long as it runs. Ctrl-C stops cleanly.\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON.\n";
 
-static volatile sig_atomic_t stop_signal, dump_signal;
+static volatile sig_atomic_t stop_signal, dump_signal, hup_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/*
+ * SIGHUP does not stop the recording (as under nohup): it is passed to the
+ * command, as a shell passes it to its jobs when its terminal hangs up (the
+ * kernel signals only the session's leader), and the command's exit ends the
+ * recording with a whole file. Without a command, recording goes on.
+ */
+static void on_hup(int sig)
+{
+	(void)sig;
+	hup_signal = 1;
 }
 
 static void on_usr2(int sig)
@@ -688,9 +700,16 @@ static void offcpu_summary(struct record *r)
 }
 
 /* The summary: its figures are the file's (samples and lost as written, bytes as on disk). */
-static void summary(struct record *r, double secs, uint64_t samples, uint64_t stack_resets,
-		    int scanned)
+struct written {
+	uint64_t samples, lost;	/* in whole blocks on disk */
+	uint64_t unwritten;	/* samples unwound that the file does not hold */
+	int err;		/* why: the write error */
+};
+
+static void summary(struct record *r, double secs, const struct written *wr,
+		    uint64_t stack_resets, int scanned)
 {
+	uint64_t samples = wr->samples;
 	struct pipeline_stats ps;
 	const struct procs_stats *st = &ps.procs;
 	struct sampler_stats ss;
@@ -704,9 +723,14 @@ static void summary(struct record *r, double secs, uint64_t samples, uint64_t st
 	fprintf(stderr, "%ssfprof record: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
 		" with a user stack, %.1f%% of them complete; %" PRIu64 " processes; "
 		"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n",
-		r->tty ? "\r\033[K" : "", secs, samples, r->lost_written, st->user_stacks,
+		r->tty ? "\r\033[K" : "", secs, samples, wr->lost, st->user_stacks,
 		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
+	if (wr->unwritten)
+		fprintf(stderr, "sfprof record: %" PRIu64 " samples in %s, %" PRIu64 " not written: "
+			"%s\n", samples, r->output, wr->unwritten,
+			wr->err == -ENOSPC || wr->err == -EDQUOT ? "disk full" :
+			wr->err ? strerror(-wr->err) : "write error");
 	fprintf(stderr, "sfprof record: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
 		"(%.1f MiB for each of %u threads, %.1f MiB the most queued in one); user stack "
@@ -871,6 +895,16 @@ static int run(struct record *r, int *child_status)
 			if (flight_dump(r, now))
 				break;
 		}
+		if (hup_signal) {
+			/* a shell's killpg() gave it one already: a second changes nothing for most */
+			if (r->child > 0)
+				kill(r->child, SIGHUP);
+			hup_signal = 0;
+			/* the terminal may be gone: the message may go nowhere, and that is all */
+			fprintf(stderr, "%ssfprof record: SIGHUP: recording goes on%s\n",
+				r->tty ? "\r\033[K" : "\n", r->child > 0 ? " (passed to the command, "
+				"it stops with the command)" : "; Ctrl-C or SIGTERM stops it");
+		}
 		if (r->child > 0 && waitpid(r->child, child_status, WNOHANG) == r->child) {
 			r->child = 0;
 			break;
@@ -927,7 +961,9 @@ int cmd_record(int argc, char **argv)
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
 	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t t0, samples, stack_resets, protect_s;
+	uint64_t t0, stack_resets, protect_s;
+	struct written wr = { 0 };
+	struct sigaction old_hup;
 	long cpus;
 	double secs;
 
@@ -1025,6 +1061,15 @@ int cmd_record(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* under nohup SIGHUP stays ignored; the command, forked already, has the dispositions sfprof got */
+	if (sigaction(SIGHUP, NULL, &old_hup) == 0 && old_hup.sa_handler != SIG_IGN) {
+		struct sigaction sa = { .sa_handler = on_hup, .sa_flags = SA_RESTART };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGHUP, &sa, NULL);
+	}
+	/* a reader of stderr that went away costs the summary, not the file or the command's wait */
+	signal(SIGPIPE, SIG_IGN);
 	if (r.flight)
 		signal(SIGUSR2, on_usr2);
 	if ((err = pipeline__start(r.pipeline))) {
@@ -1066,19 +1111,21 @@ int cmd_record(int argc, char **argv)
 	if (r.flight) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-		samples = 0;
 		/* the threads are done: the last slice is closed without them */
 		ret = flight__cut(r.flight, NULL, now) ||
-		      flight__write(r.flight, r.output, now, &samples, &diag) || err ? 1 : 0;
+		      flight__write(r.flight, r.output, now, &wr.samples, &diag) || err ? 1 : 0;
+		wr.lost = r.lost_written;
 		r.w = NULL;
 	} else {
-		samples = profile_writer__samples(r.w);
+		/* the last block first: the summary counts what the file holds */
+		wr.err = profile_writer__flush(r.w);
+		profile_writer__written(r.w, &wr.samples, &wr.lost, &wr.unwritten);
 		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
 		r.w = NULL;
 	}
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
-	summary(&r, secs, samples, stack_resets, scanned);
+	summary(&r, secs, &wr, stack_resets, scanned);
 	if (r.buildid)
 		buildid_record__finish(r.buildid, "record", stderr);
 	goto out;

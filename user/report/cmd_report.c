@@ -118,6 +118,7 @@ enum { ORDER_CALLEE = 1, ORDER_CALLER };
 /* One event's samples in the report: the header's figures. */
 struct section {
 	uint64_t samples, weight, first_ns, last_ns, processes, truncated;
+	uint64_t cut;		/* samples whose stack lost frames at the session's bound */
 	uint64_t shown_samples, shown_weight;	/* what the filters keep, for --percentage relative */
 };
 
@@ -337,6 +338,7 @@ static int group_samples(struct report *r, uint32_t event, struct section *sec)
 		sec->samples++;
 		sec->weight += smp->weight;
 		sec->truncated += st->truncated;
+		sec->cut += st->cut;
 		if (hmap__entry_u64(pids, smp->pid, &idx)) {
 			err = -ENOMEM;
 			break;
@@ -708,6 +710,10 @@ static void print_section_header(struct report *r, uint32_t event, const struct 
 	if (sec->truncated)
 		printf("# Truncated stacks: %" PRIu64 " samples (%.2f%%) whose user stack ended early\n",
 		       sec->truncated, 100.0 * sec->truncated / sec->samples);
+	if (sec->cut)
+		printf("# Cut stacks: %" PRIu64 " samples (%.2f%%) whose stack was cut: the file's "
+		       "stacks repeat frames past what report holds for its size\n", sec->cut,
+		       100.0 * sec->cut / sec->samples);
 	printf("#\n");
 }
 

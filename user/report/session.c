@@ -15,6 +15,13 @@
 #include "util/vec.h"
 
 #define MAX_FRAMES 4096
+/*
+ * The frames all stacks hold together: this many, and this many more per
+ * byte of the stack records read. A CBF `rep` makes one byte thousands of
+ * frames: what a file claims that way is held only up to this bound.
+ */
+#define FRAMES_FLOOR (1u << 24)
+#define FRAMES_PER_BYTE 16
 /* Mappings are allocated this many at a time, so that the trees can point at them. */
 #define MAP_CHUNK 4096
 
@@ -66,6 +73,8 @@ struct session {
 	/* the kernel's JIT code (BPF programs, pid 0): sorted by (start, record) after reading */
 	struct kernel_jit_entry *kjits;
 	size_t nkjits, kjits_cap;
+	uint64_t frames_held;		/* by all stacks */
+	uint64_t stack_bytes;		/* of the stack records resolved */
 	uint32_t scratch[MAX_FRAMES];
 };
 
@@ -364,9 +373,12 @@ static int omit_frame(struct session *s, uint64_t count, uint32_t *idx)
 	return add_frame(s, &f, v, idx);
 }
 
-/* Decode one CBF stack into frames appended at s->scratch[*n]. Returns whether it was truncated. */
+/*
+ * Decode one CBF stack into frames appended at s->scratch[*n], at most
+ * @limit in all (*@cut set when that ended it). Returns whether it was truncated.
+ */
 static bool decode_stack(struct session *s, const uint8_t *cbf, size_t len, bool kernel,
-			 uint32_t image, size_t *n)
+			 uint32_t image, size_t *n, size_t limit, bool *cut)
 {
 	struct sfu_cbf_dec dec;
 	struct sfu_cbf_frame f;
@@ -383,8 +395,9 @@ static bool decode_stack(struct session *s, const uint8_t *cbf, size_t len, bool
 			truncated = true;
 			break;
 		}
-		if (*n == MAX_FRAMES) {
+		if (*n >= limit) {
 			truncated = true;
+			*cut |= limit < MAX_FRAMES;
 			break;
 		}
 		if (f.kind == SFU_CBF_OMIT)
@@ -406,8 +419,9 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 {
 	struct session_stack *st;
 	uint32_t *frames;
-	size_t n = 0, nk;
-	uint64_t *v;
+	size_t n = 0, nk, limit = MAX_FRAMES;
+	uint64_t *v, allowed;
+	bool cut = false;
 
 	if (hmap__entry_u128(s->stack_keys, image, (uint64_t)ps->ustack_id << 32 | ps->kstack_id, &v))
 		return -ENOMEM;
@@ -419,11 +433,18 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 		return -ENOMEM;
 	st = &s->stacks[s->nstacks];
 	memset(st, 0, sizeof(*st));
+	s->stack_bytes += (ps->kstack ? ps->kstack_len : 0) + (ps->ustack ? ps->ustack_len : 0);
+	allowed = FRAMES_FLOOR + FRAMES_PER_BYTE * s->stack_bytes;
+	if (allowed < s->frames_held + MAX_FRAMES)
+		limit = allowed > s->frames_held ? allowed - s->frames_held : 0;
 	if (ps->kstack)
-		decode_stack(s, ps->kstack, ps->kstack_len, true, image, &n);
+		decode_stack(s, ps->kstack, ps->kstack_len, true, image, &n, limit, &cut);
 	nk = n;
 	if (ps->ustack)
-		st->truncated = decode_stack(s, ps->ustack, ps->ustack_len, false, image, &n);
+		st->truncated = decode_stack(s, ps->ustack, ps->ustack_len, false, image, &n, limit,
+					     &cut);
+	st->cut = cut;
+	s->frames_held += n;
 	frames = malloc((n ? n : 1) * sizeof(*frames));
 	if (!frames)
 		return -ENOMEM;
@@ -488,6 +509,7 @@ static void count_sample(struct session *s, const struct session_sample *sm)
 	s->totals.samples++;
 	s->totals.weight += sm->weight;
 	s->totals.truncated += s->stacks[sm->stack].truncated;
+	s->totals.cut += s->stacks[sm->stack].cut;
 }
 
 static int add_sample(struct session *s, const struct profile_sample *ps)
@@ -1083,7 +1105,7 @@ void session__only_event(struct session *s, uint32_t event)
 {
 	size_t n = 0;
 
-	s->totals.samples = s->totals.weight = s->totals.truncated = 0;
+	s->totals.samples = s->totals.weight = s->totals.truncated = s->totals.cut = 0;
 	s->totals.first_ns = s->totals.last_ns = 0;
 	for (size_t i = 0; i < s->nsamples; i++) {
 		if (s->samples[i].event != event)

@@ -42,6 +42,7 @@ struct session_stack {
 	uint32_t count;
 	uint32_t kernel;	/* how many of them are kernel frames */
 	bool truncated;		/* the user stack's unwinding stopped early */
+	bool cut;		/* frames left out at the bound on what stacks hold */
 };
 
 struct session_map {
@@ -94,6 +95,7 @@ struct session_totals {
 	uint64_t first_ns, last_ns;
 	uint64_t processes;
 	uint64_t truncated;	/* samples whose user stack is truncated */
+	uint64_t cut;		/* samples whose stack was cut at the bound on frames held */
 };
 
 struct session;
