@@ -2,6 +2,7 @@
 /* sfprof agent: the whole system sampled until stopped, cut into windows, each a whole profile, kept and/or pushed. */
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +50,8 @@
 #define DEFAULT_BUILDID_BYTES	(1ull << 30)
 /* Samples this late after a window's end still go to it: the ring hands over within ms. */
 #define CUT_GRACE_NS		300000000ull
+/* Free space kept in the output directory for the next window, at least (twice the largest seen) */
+#define MIN_ROOM		(64ull << 10)
 
 static const char usage[] =
 	"usage: sfprof agent [--window SECS] [-F HZ] [--output-dir DIR] [--push URL]\n"
@@ -90,7 +94,11 @@ static const char usage[] =
 	"      --spool-size SIZE  bound on the spool (default 256M): past it the oldest\n"
 	"                         payloads are dropped, and counted\n"
 	"      --flush-timeout SECS  at stop, how long to go on pushing (default 5)\n"
-	"      --max-backoff SECS the longest wait between two tries (default 60)\n"
+	"      --max-backoff SECS the longest wait between two tries (default 60); each\n"
+	"                         payload has its own, so that one the server cannot take\n"
+	"                         holds back no other\n"
+	"      --push-timeout SECS the longest one push may take (default 30); a push\n"
+	"                         whose 2xx status line came is delivered\n"
 	"      --max-memory SIZE  bound on the record path (default 48M, at least 16M):\n"
 	"                         the sample ring 1/8 (at least 4M), queues 3/8 (touched\n"
 	"                         as used), the stack index 1/16, unwind tables 1/4\n"
@@ -149,7 +157,12 @@ struct agent {
 	uint64_t lost_written;
 	uint64_t windows, samples, failed_windows, lost_total;
 	uint64_t empty_windows;		/* written with no sample: no payload to push */
-	int err;			/* stops the agent */
+	uint64_t largest_window;	/* bytes: what the next one is given room for */
+	uint64_t dropped_full;		/* kept windows deleted to make room on a full disk */
+	uint64_t lost_full;		/* windows lost as they were written, the disk full */
+	bool said_full;
+	bool made_win_dir, made_spool_dir;	/* removed if the agent fails to start */
+	int err;			/* stops the agent, unless the disk is full (start_over) */
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -205,7 +218,7 @@ enum {
 	OPT_WINDOW = 0x3000, OPT_OUTPUT_DIR, OPT_KEEP_COUNT, OPT_KEEP_BYTES, OPT_KEEP_AGE,
 	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
 	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
-	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF,
+	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF, OPT_PUSH_TIMEOUT,
 };
 
 /* @return 0, 1 for --help, or 2 (said). */
@@ -229,6 +242,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "spool-size", required_argument, NULL, OPT_SPOOL_SIZE },
 		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
 		{ "max-backoff", required_argument, NULL, OPT_MAX_BACKOFF },
+		{ "push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT },
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 		{ "unwind-threads", required_argument, NULL, OPT_THREADS },
 		{ "no-buildid-cache", no_argument, NULL, OPT_NO_BUILDID },
@@ -345,6 +359,14 @@ static int parse_args(struct agent *a, int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_PUSH_TIMEOUT:
+			a->push.push_timeout_secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(a->push.push_timeout_secs >= 0.1) ||
+			    a->push.push_timeout_secs > 3600) {
+				fprintf(stderr, "sfprof agent: --push-timeout takes 0.1 to 3600 seconds\n");
+				return 2;
+			}
+			break;
 		case OPT_MAX_MEMORY:
 			if (parse_size(optarg, &a->max_memory) || a->max_memory < MIN_MAX_MEMORY) {
 				fprintf(stderr, "sfprof agent: --max-memory takes a size of at least 16M\n");
@@ -409,12 +431,15 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	return 0;
 }
 
-/* Open (make if need be) the directory windows are written in. @return its fd, or -errno (said). */
-static int open_dir(const char *dir)
+/* Open (make if need be, *@made then) the directory windows are written in. @return its fd, or -errno (said). */
+static int open_dir(const char *dir, bool *made)
 {
 	int fd;
 
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	if (!mkdir(dir, 0700)) {
+		if (made)
+			*made = true;
+	} else if (errno != EEXIST) {
 		fprintf(stderr, "sfprof agent: %s: %s\n", dir, strerror(errno));
 		return -errno;
 	}
@@ -481,6 +506,7 @@ static void finish_window(struct agent *a, struct profile_writer *w, int dirfd, 
 {
 	struct profile_diag diag = { "" };
 	uint64_t samples = profile_writer__samples(w);
+	struct stat st;
 	char name[64], path[4200];
 
 	snprintf(name, sizeof(name), "window-%010" PRIu64 "-%010" PRIu64 ".sfprof", from, until);
@@ -499,6 +525,8 @@ static void finish_window(struct agent *a, struct profile_writer *w, int dirfd, 
 		return;
 	}
 	close(dirfd);
+	if (!fstatat(a->dirfd, name, &st, 0) && (uint64_t)st.st_blocks * 512 > a->largest_window)
+		a->largest_window = st.st_blocks * 512;
 	a->windows++;
 	if (!samples)
 		a->empty_windows++;
@@ -528,7 +556,7 @@ static void cut(struct agent *a, uint64_t t)
 	}
 	nw = open_window(a, until, &nw_dirfd, nw_tmp, sizeof(nw_tmp));
 	if (!nw) {
-		a->err = -EIO;
+		a->err = errno == ENOSPC || errno == EDQUOT ? -errno : -EIO;
 		return;
 	}
 	/* every item queued before now is handled into the old window first */
@@ -598,7 +626,7 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 /* SIGHUP: the directory windows go to is opened again, made again if it was moved away. */
 static void reopen(struct agent *a)
 {
-	int fd = open_dir(a->win_dir);
+	int fd = open_dir(a->win_dir, NULL);
 
 	if (fd < 0)
 		return;		/* said; windows go on to the one open */
@@ -607,13 +635,132 @@ static void reopen(struct agent *a)
 	fprintf(stderr, "sfprof agent: %s reopened\n", a->win_dir);
 }
 
+/* Free bytes on the filesystem of the windows' directory; UINT64_MAX when it cannot be told. */
+static uint64_t dir_avail(const struct agent *a)
+{
+	struct statvfs vfs;
+
+	if (fstatvfs(a->dirfd, &vfs))
+		return UINT64_MAX;
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+static int only_windows(const struct dirent *de)
+{
+	unsigned long long from, until;
+	char end;
+
+	return sscanf(de->d_name, "window-%llu-%llu.sfprof%c", &from, &until, &end) == 2;
+}
+
+/*
+ * A full disk: the oldest windows kept in the output directory go (counted,
+ * said once) until the next window has room, twice the largest written; at
+ * least one with @one (the disk filled while a window was written). The
+ * newest stays. Windows waiting in the spool are the pusher's, which keeps
+ * room beside them.
+ */
+static void make_room(struct agent *a, bool one)
+{
+	uint64_t room = 2 * a->largest_window > MIN_ROOM ? 2 * a->largest_window : MIN_ROOM;
+	struct dirent **names = NULL;
+	int n, dropped = 0;
+
+	if (!a->output_dir || (!one && dir_avail(a) >= room))
+		return;
+	n = scandir(a->win_dir, &names, only_windows, alphasort);
+	for (int i = 0; i + 1 < n; i++) {
+		if ((one && !dropped) || dir_avail(a) < room) {
+			if (!unlinkat(a->dirfd, names[i]->d_name, 0))
+				dropped++;
+		}
+		free(names[i]);
+	}
+	if (n > 0)
+		free(names[n - 1]);
+	free(names);
+	a->dropped_full += dropped;
+	if (dropped && !a->said_full) {
+		fprintf(stderr, "sfprof agent: %s: the disk is full: the oldest windows are deleted, "
+			"and counted\n", a->win_dir);
+		a->said_full = true;
+	} else if (!dropped && dir_avail(a) >= 4 * room) {
+		a->said_full = false;	/* room again: a new shortage is said */
+	}
+}
+
+/* The unwinding threads, writing into a->w. @return 0 or -errno (said). */
+static int start_pipeline(struct agent *a)
+{
+	struct pipeline_opts popts = {
+		.workers = a->workers, .queue_bytes = a->max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
+		.max_depth = MAX_DEPTH, .copy_start = DEFAULT_STACK, .copy_adaptive = true,
+		.module_bytes = a->max_memory / 4, .prepare = true,
+	};
+	int err;
+
+	profile_writer__set_stack_bound(a->w, a->max_memory / 16);
+	a->pipeline = pipeline__new(a->w, &a->wlock, &popts);
+	if (!a->pipeline) {
+		err = -errno;
+		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
+			strerror(errno));
+		return err ? err : -ENOMEM;
+	}
+	pipeline__set_warn(a->pipeline, on_warn, a);
+	pipeline__set_resize(a->pipeline, on_resize, a);
+	if (a->buildid) {
+		pipeline__set_module_hook(a->pipeline, buildid_record__module, a->buildid);
+		pipeline__set_map_hook(a->pipeline, buildid_record__map, a->buildid);
+	}
+	pipeline__scan_all(a->pipeline);
+	if ((err = pipeline__start(a->pipeline)))
+		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
+			strerror(-err));
+	return err;
+}
+
+static bool disk_full(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
+/*
+ * The disk filled as a window was written: that window is lost (counted),
+ * the oldest windows kept make room, and the recording goes on into a new
+ * file for the same span, with new unwinding threads (a write error stops
+ * theirs for good). An agent runs for months: a full disk must not stop it.
+ * @return 0 or -errno (said).
+ */
+static int start_over(struct agent *a)
+{
+	pipeline__finish(a->pipeline);
+	pipeline__free(a->pipeline);
+	a->pipeline = NULL;
+	profile_writer__discard(a->w);
+	unlinkat(a->w_dirfd, a->w_tmp, 0);
+	close(a->w_dirfd);
+	a->w = NULL;
+	a->lost_full++;
+	a->err = 0;
+	if (!a->said_full)
+		fprintf(stderr, "sfprof agent: %s: the disk is full: the window being written is "
+			"lost, and counted\n", a->win_dir);
+	make_room(a, true);
+	a->said_full = true;
+	a->w = open_window(a, a->from, &a->w_dirfd, a->w_tmp, sizeof(a->w_tmp));
+	if (!a->w)
+		return -ENOSPC;
+	return start_pipeline(a);
+}
+
 static int run(struct agent *a)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last = start;
 	uint64_t deadline = a->duration ? start + (uint64_t)(a->duration * 1e9) : UINT64_MAX;
 	int err = 0;
 
-	while (!stop_signal && !a->err) {
+	while (!stop_signal && (!a->err || disk_full(a->err))) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 		if (now >= deadline)
@@ -624,8 +771,12 @@ static int run(struct agent *a)
 			fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
 			return err;
 		}
-		err = 0;
-		if ((err = pipeline__error(a->pipeline))) {
+		err = pipeline__error(a->pipeline);
+		if (!err && disk_full(a->err))
+			err = a->err;
+		if (disk_full(err) && !(err = start_over(a)))
+			continue;
+		if (err) {
 			fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n", strerror(-err));
 			return err;
 		}
@@ -640,9 +791,12 @@ static int run(struct agent *a)
 		if (now - last >= 1000000000ull) {
 			/* what processes long gone held: months of churn cost no memory */
 			pipeline__trim(a->pipeline, NULL);
+			make_room(a, false);
 			pthread_mutex_lock(&a->wlock);
 			err = profile_writer__tick(a->w);
 			pthread_mutex_unlock(&a->wlock);
+			if (disk_full(err))
+				err = start_over(a);
 			if (err) {
 				fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n",
 					strerror(-err));
@@ -669,6 +823,26 @@ static long rss_kib(const char *field)
 	return v;
 }
 
+/*
+ * An agent that failed to start removes the directories it made, when
+ * nothing but its own bookkeeping is in them (a window is never left: it is
+ * discarded), so that a retry with other rights starts from where it was.
+ */
+static void unmake_dirs(struct agent *a)
+{
+	char path[4200];
+
+	if (a->made_win_dir)
+		rmdir(a->win_dir);
+	if (!a->made_spool_dir)
+		return;
+	if (push_spool_windows_dir(a->push.spool_dir, path, sizeof(path)) == 0)
+		rmdir(path);
+	snprintf(path, sizeof(path), "%s/.converted", a->push.spool_dir);
+	unlink(path);
+	rmdir(a->push.spool_dir);
+}
+
 static void summary(struct agent *a, double secs, const struct push_stats *st)
 {
 	struct pipeline_stats ps;
@@ -679,6 +853,10 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 		"bound); %" PRIu64 " processes with samples; RSS peak %ld KiB\n",
 		secs, a->windows, a->failed_windows, a->samples, a->lost_written, ps.dropped,
 		ps.procs.processes, rss_kib("VmHWM:"));
+	if (a->dropped_full || a->lost_full)
+		fprintf(stderr, "sfprof agent: the disk full: %" PRIu64 " windows kept were deleted "
+			"to make room, %" PRIu64 " lost as they were written\n", a->dropped_full,
+			a->lost_full);
 	if (ps.modules_refused)
 		fprintf(stderr, "sfprof agent: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
@@ -691,6 +869,12 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 		" payloads (%" PRIu64 " bytes) still spooled\n",
 		st->windows, st->payloads, st->pushed, st->failures, st->refused, st->dropped,
 		st->bad_windows, st->spooled, st->spooled_bytes);
+	if (st->refused)
+		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads refused by the server for "
+			"what they are (HTTP 4xx, not 408 or 429): dropped\n", st->refused);
+	if (st->dropped_full)
+		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads dropped, the spool's "
+			"filesystem full\n", st->dropped_full);
 	if (a->empty_windows)
 		fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows held no sample: nothing "
 			"pushed for them\n", a->empty_windows);
@@ -703,11 +887,11 @@ int cmd_agent(int argc, char **argv)
 		.workers = 1, .buildid_bytes = DEFAULT_BUILDID_BYTES, .dirfd = -1, .w_dirfd = -1,
 		.keep = { 0, DEFAULT_KEEP_BYTES, DEFAULT_KEEP_AGE },
 		.push = { .spool_dir = DEFAULT_SPOOL_DIR, .spool_bytes = DEFAULT_SPOOL_BYTES,
-			  .flush_secs = 5, .max_backoff_secs = 60, .group_by = GROUP_CONTAINER },
+			  .flush_secs = 5, .max_backoff_secs = 60, .push_timeout_secs = 30,
+			  .group_by = GROUP_CONTAINER },
 		.wlock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	struct sampler_cbs cbs = { on_sample, on_task_event };
-	struct pipeline_opts popts;
 	struct sampler_opts sopts;
 	int ncpus;
 	struct sigaction sa;
@@ -731,7 +915,21 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sfprof agent: --spool-dir: too long\n");
 		goto out;
 	}
+	/* first what needs privileges: an agent that cannot sample leaves no directory behind */
+	ncpus = libbpf_num_possible_cpus();
+	sopts = (struct sampler_opts){ .freq_hz = a.freq, .stack_size = DEFAULT_STACK,
+				       .ring_bytes = rate_ring_bytes(a.max_memory, a.freq,
+								       ncpus > 0 ? ncpus : 256) };
+	a.sampler = sampler__new(&sopts, &cbs, &a, msg, sizeof(msg));
+	if (!a.sampler) {
+		fprintf(stderr, "sfprof agent: %s\n", msg);
+		goto out;
+	}
 	if (a.push.url) {
+		struct stat st;
+
+		a.made_spool_dir = lstat(a.push.spool_dir, &st) && errno == ENOENT;
+		a.push.output_dir = a.output_dir;
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 		a.pusher = pusher__new(&a.push, msg, sizeof(msg));
 		if (!a.pusher) {
@@ -739,7 +937,7 @@ int cmd_agent(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((a.dirfd = open_dir(a.win_dir)) < 0)
+	if ((a.dirfd = open_dir(a.win_dir, &a.made_win_dir)) < 0)
 		goto out;
 	if (a.output_dir)
 		outdir_clean_tmp(a.win_dir);
@@ -751,15 +949,6 @@ int cmd_agent(int argc, char **argv)
 	a.w = open_window(&a, a.from, &a.w_dirfd, a.w_tmp, sizeof(a.w_tmp));
 	if (!a.w)
 		goto out;
-	ncpus = libbpf_num_possible_cpus();
-	sopts = (struct sampler_opts){ .freq_hz = a.freq, .stack_size = DEFAULT_STACK,
-				       .ring_bytes = rate_ring_bytes(a.max_memory, a.freq,
-								       ncpus > 0 ? ncpus : 256) };
-	a.sampler = sampler__new(&sopts, &cbs, &a, msg, sizeof(msg));
-	if (!a.sampler) {
-		fprintf(stderr, "sfprof agent: %s\n", msg);
-		goto discard;
-	}
 	/*
 	 * The binaries of a window's samples stay until it is symbolized and
 	 * pushed (a few windows); past that the cache is evicted by last use,
@@ -770,36 +959,14 @@ int cmd_agent(int argc, char **argv)
 	    !(a.buildid = buildid_record__start("agent", a.buildid_bytes,
 						AGENT_KEEP_WINDOWS * (uint64_t)a.window + 60)))
 		goto discard;
-	profile_writer__set_stack_bound(a.w, a.max_memory / 16);
-	popts = (struct pipeline_opts){
-		.workers = a.workers, .queue_bytes = a.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
-		.max_depth = MAX_DEPTH, .copy_start = DEFAULT_STACK, .copy_adaptive = true,
-		.module_bytes = a.max_memory / 4, .prepare = true,
-	};
-	a.pipeline = pipeline__new(a.w, &a.wlock, &popts);
-	if (!a.pipeline) {
-		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
-			strerror(errno));
-		goto discard;
-	}
-	pipeline__set_warn(a.pipeline, on_warn, &a);
-	pipeline__set_resize(a.pipeline, on_resize, &a);
-	if (a.buildid) {
-		pipeline__set_module_hook(a.pipeline, buildid_record__module, a.buildid);
-		pipeline__set_map_hook(a.pipeline, buildid_record__map, a.buildid);
-	}
-	pipeline__scan_all(a.pipeline);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_hup;
 	sigaction(SIGHUP, &sa, NULL);
-	if ((err = pipeline__start(a.pipeline))) {
-		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
-			strerror(-err));
+	if (start_pipeline(&a))
 		goto discard;
-	}
 	if (sampler__start(a.sampler, msg, sizeof(msg))) {
 		fprintf(stderr, "sfprof agent: %s\n", msg);
 		goto discard;
@@ -809,6 +976,8 @@ int cmd_agent(int argc, char **argv)
 		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "");
 	t0 = now_ns(CLOCK_MONOTONIC);
 	err = run(&a);
+	/* the flush's time starts at the signal: a push under way is cut at --flush-timeout */
+	pusher__begin_stop(a.pusher);
 	/* stopping: the current window is flushed whole, up to now */
 	pipeline__wait_for_room(a.pipeline);
 	if (!err && (err = sampler__drain(a.sampler)))
@@ -845,6 +1014,8 @@ out:
 	sampler__free(a.sampler);
 	buildid_keeper__free(a.buildid);
 	pusher__stop(a.pusher, NULL);
+	if (ret)
+		unmake_dirs(&a);
 	if (a.dirfd >= 0)
 		close(a.dirfd);
 	if (a.push.url)

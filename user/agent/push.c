@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sfprof agent's pusher: windows to pprof payloads per service, a bounded spool on disk, libcurl with backoff. */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,12 +25,30 @@
 
 #define SPOOL_MAGIC "SFPUSH1\n"
 #define SPOOL_SUFFIX ".push"
+#define TMP_SUFFIX ".tmp"
+/* the until of the last window whose payloads are all in the spool (see commit_window) */
+#define MARK_NAME ".converted"
+#define MARK_LEN 21
 #define FIRST_BACKOFF_SECS 1.0
+/* failures in a row (of different payloads) that say the server, not a payload, is failing */
+#define SERVER_STREAK 5
+/* after a 2xx status line, how long the rest of the answer is waited for (a keep-alive) */
+#define AFTER_2XX_NS 200000000ull
+/* free space left on the spool's filesystem for the windows written there, at least */
+#define MIN_RESERVE (64ull << 10)
 
 struct window {
 	char *path;
 	uint64_t from, until;
 	bool keep;
+};
+
+/* A payload in the spool. */
+struct spooled {
+	char name[40];			/* UNTIL-RUN-SEQ.push: names sort oldest first */
+	uint64_t disk;			/* what it holds on disk: st_blocks * 512 */
+	uint64_t retry_at;		/* CLOCK_MONOTONIC ns; 0: now */
+	uint32_t tries;			/* its failures in a row: its backoff's exponent */
 };
 
 struct pusher {
@@ -42,15 +62,35 @@ struct pusher {
 	struct window *queue;		/* windows to make into payloads, oldest first */
 	size_t nqueue, queue_cap;
 	bool stopping;
+	uint64_t deadline;		/* CLOCK_MONOTONIC ns the flush ends at; 0 not stopping (atomic) */
 	struct push_stats st;		/* under lock */
 	CURL *curl;
+	CURLM *multi;			/* of the one transfer: its poll is woken at stop */
 	struct curl_slist *headers;
 	uint32_t run_id;		/* in spool names: two runs never write the same name */
 	uint32_t seq;
-	unsigned tries;			/* failures in a row: the backoff's exponent */
-	uint64_t retry_at;		/* CLOCK_MONOTONIC ns; 0 now */
+	/* the spool, the pusher thread's alone once started */
+	struct spooled *spool;		/* oldest first */
+	size_t nspool, spool_cap;
+	struct spooled *pending;	/* the window being converted: written aside, not yet committed */
+	size_t npending, pending_cap;
+	uint64_t disk;			/* spooled, pending and the mark: what --spool-size bounds */
+	uint64_t blksz;			/* the filesystem's allocation unit */
+	uint64_t reserve;		/* free space left to the windows beside the spool */
+	int mark_fd;			/* MARK_NAME, -1 when it could not be made */
+	uint64_t mark;			/* the until it holds */
+	bool mark_new;			/* none was found at start: windows of the output dir are not ours */
+	/* the server: failures of different payloads in a row make it back off as a whole */
+	unsigned server_tries;
+	unsigned streak;
+	uint64_t server_retry_at;
 	bool said_down;			/* the failure was said; the next success is said too */
-	bool spool_empty;		/* nothing spooled waits: a new payload may go straight */
+	bool said_full;			/* the full filesystem was said; said again once it has room */
+	long said_refused;		/* the last refusal's status said */
+	/* the transfer under way (curl's callbacks) */
+	long status;			/* the last status line's */
+	uint64_t got_2xx;		/* when a 2xx status line came; 0 none */
+	bool aborted;			/* at the flush's deadline */
 	/*
 	 * The pusher thread's, kept from one window to the next: the kernel's
 	 * symbols and the libraries every window names are read once, not
@@ -78,56 +118,56 @@ int push_spool_windows_dir(const char *spool_dir, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENOSPC : 0;
 }
 
+static void count(struct pusher *p, uint64_t *field)
+{
+	pthread_mutex_lock(&p->lock);
+	(*field)++;
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* --- the spool: one file per payload, named so that names sort oldest first --- */
 
-struct entry {
-	char name[64];
-	uint64_t bytes;
-};
-
-static int cmp_entry(const void *a, const void *b)
+static int cmp_spooled(const void *a, const void *b)
 {
-	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+	return strcmp(((const struct spooled *)a)->name, ((const struct spooled *)b)->name);
 }
 
-/* The payloads spooled, oldest first, in *@out (free it). @return their number, or -errno. */
-static ssize_t spool_list(struct pusher *p, struct entry **out, uint64_t *total)
+/* Write all of @buf. @return 0 or -errno: a short write is the disk full, not a stale errno. */
+static int write_all(int fd, const void *buf, size_t len)
 {
-	struct entry *v = NULL;
-	size_t n = 0, cap = 0;
-	DIR *d = opendir(p->o.spool_dir);
-	struct dirent *de;
+	const char *b = buf;
 
-	*out = NULL;
-	*total = 0;
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name), sl = strlen(SPOOL_SUFFIX);
-		struct stat st;
+	while (len) {
+		ssize_t n = write(fd, b, len);
 
-		if (de->d_name[0] == '.' || len <= sl || len >= sizeof(v->name) ||
-		    strcmp(de->d_name + len - sl, SPOOL_SUFFIX) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (VEC_RESERVE(v, cap, n + 1, 64)) {
-			closedir(d);
-			free(v);
-			return -ENOMEM;
-		}
-		memcpy(v[n].name, de->d_name, len + 1);
-		v[n].bytes = st.st_size;
-		*total += st.st_size;
-		n++;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		b += n;
+		len -= n;
 	}
-	closedir(d);
-	if (n)	/* none: no array (UBSan: qsort of NULL) */
-		qsort(v, n, sizeof(*v), cmp_entry);
-	*out = v;
-	return n;
+	return 0;
 }
 
-static void spool_remove(struct pusher *p, const char *name)
+/* Free bytes on the spool's filesystem for us; UINT64_MAX when it cannot be told. */
+static uint64_t fs_avail(const struct pusher *p)
+{
+	struct statvfs vfs;
+
+	if (statvfs(p->o.spool_dir, &vfs))
+		return UINT64_MAX;
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+static uint64_t round_blocks(const struct pusher *p, uint64_t bytes)
+{
+	return (bytes + p->blksz - 1) / p->blksz * p->blksz;
+}
+
+static void unlink_in_spool(struct pusher *p, const char *name)
 {
 	char path[4200];
 
@@ -135,94 +175,225 @@ static void spool_remove(struct pusher *p, const char *name)
 	unlink(path);
 }
 
-/* Drop the oldest payloads until the spool is within its bound; counted. */
-static void spool_bound(struct pusher *p)
+/* Remove the spooled payload @i, file and entry. */
+static void spool_remove(struct pusher *p, size_t i)
 {
-	struct entry *v;
-	uint64_t total;
-	ssize_t n = spool_list(p, &v, &total);
+	unlink_in_spool(p, p->spool[i].name);
+	p->disk -= p->spool[i].disk;
+	memmove(p->spool + i, p->spool + i + 1, (p->nspool - i - 1) * sizeof(*p->spool));
+	p->nspool--;
+}
 
-	for (ssize_t i = 0; i < n && total > p->o.spool_bytes; i++) {
-		spool_remove(p, v[i].name);
-		total -= v[i].bytes;
-		pthread_mutex_lock(&p->lock);
-		p->st.dropped++;
-		pthread_mutex_unlock(&p->lock);
+/*
+ * Make room for @need more bytes: the oldest payloads go, counted, until
+ * the spool holds at most its bound with them and its filesystem keeps the
+ * windows' reserve free. Room is made before writing, so that the bound
+ * holds at every moment. @return 0, or when even an empty spool has none
+ * -EFBIG (the window's own payloads fill the bound) or -ENOSPC (the disk).
+ */
+static int spool_make_room(struct pusher *p, uint64_t need)
+{
+	for (;;) {
+		bool over = p->disk + need > p->o.spool_bytes;
+		uint64_t avail = over ? 0 : fs_avail(p);
+		bool full = !over && avail != UINT64_MAX && need + p->reserve > avail;
+
+		if (!over && !full) {
+			if (p->said_full && avail > 4 * (need + p->reserve))
+				p->said_full = false;	/* room again: a new shortage is said */
+			return 0;
+		}
+		if (!p->nspool)
+			return over ? -EFBIG : -ENOSPC;
+		spool_remove(p, 0);
+		count(p, over ? &p->st.dropped : &p->st.dropped_full);
+		if (full && !p->said_full && p->o.log) {
+			fprintf(p->o.log, "sfprof agent: spool %s: the filesystem is full: the oldest "
+				"payloads are dropped, and counted\n", p->o.spool_dir);
+			p->said_full = true;
+		}
 	}
-	free(v);
 }
 
-/* Spool one payload: written aside, then renamed, so that a spooled file is always whole. @return 0 or -errno. */
-static int spool_add(struct pusher *p, uint64_t until, const char *query, const void *data,
-		     size_t len)
+/*
+ * Write one payload aside (a dot name ending in .tmp) as part of the window
+ * being converted; commit_window() makes it spooled. @return 0, -EFBIG
+ * (no room within the bound), -ENOSPC (no room on the disk) or -errno.
+ */
+static int spool_write(struct pusher *p, uint64_t until, const char *query, const void *data,
+		       size_t len)
 {
-	char tmp[4200], path[4200];
 	size_t qlen = strlen(query);
-	int fd, err = 0;
+	uint64_t need = round_blocks(p, 8 + qlen + 1 + len);
+	struct spooled e = { .disk = need };
+	char tmp[4200];
+	struct stat st;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%010" PRIu64 "-%08x-%08u" SPOOL_SUFFIX, p->o.spool_dir,
-		 until, p->run_id, p->seq);
-	snprintf(tmp, sizeof(tmp), "%s/.%010" PRIu64 "-%08x-%08u.tmp", p->o.spool_dir, until,
-		 p->run_id, p->seq++);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, SPOOL_MAGIC, 8) != 8 || write(fd, query, qlen) != (ssize_t)qlen ||
-	    write(fd, "\n", 1) != 1 || write(fd, data, len) != (ssize_t)len)
-		err = errno ? -errno : -EIO;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
+	if (need > p->o.spool_bytes)
+		return -EFBIG;
+	if (VEC_RESERVE(p->pending, p->pending_cap, p->npending + 1, 8))
+		return -ENOMEM;
+	snprintf(e.name, sizeof(e.name), "%010" PRIu64 "-%08x-%08u" SPOOL_SUFFIX, until, p->run_id,
+		 p->seq++);
+	snprintf(tmp, sizeof(tmp), "%s/.%010" PRIu64 "-%08x-%08u" TMP_SUFFIX, p->o.spool_dir, until,
+		 p->run_id, p->seq - 1);
+	for (;;) {
+		if ((err = spool_make_room(p, need)))
+			return err;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			err = -errno;
+		} else {
+			err = write_all(fd, SPOOL_MAGIC, 8);
+			if (!err)
+				err = write_all(fd, query, qlen);
+			if (!err)
+				err = write_all(fd, "\n", 1);
+			if (!err)
+				err = write_all(fd, data, len);
+			if (!err && !fstat(fd, &st) && (uint64_t)st.st_blocks * 512 > e.disk)
+				e.disk = st.st_blocks * 512;	/* a filesystem's own blocks (extents) */
+			if (close(fd) && !err)
+				err = -errno;
+			if (err)
+				unlink(tmp);
+		}
+		/* the filesystem filled under us (other files): the oldest payloads make room */
+		if ((err != -ENOSPC && err != -EDQUOT) || !p->nspool)
+			break;
+		spool_remove(p, 0);
+		count(p, &p->st.dropped_full);
+	}
 	if (err)
-		unlink(tmp);
-	return err;
+		return err;
+	p->disk += e.disk;
+	p->pending[p->npending++] = e;
+	/* a filesystem that counts more than we thought: back within the bound at once */
+	spool_make_room(p, 0);
+	return 0;
 }
 
-/* Read a spooled payload: its query string and body. @return 0, -EBADMSG (not one of ours) or -errno. */
-static int spool_read(struct pusher *p, const char *name, char **query, uint8_t **body,
-		      size_t *len)
+/* The payloads written aside for a window that is not to be committed: removed. */
+static void pending_discard(struct pusher *p)
+{
+	for (size_t i = 0; i < p->npending; i++) {
+		char tmp[64];
+
+		snprintf(tmp, sizeof(tmp), ".%.*s" TMP_SUFFIX,
+			 (int)(strlen(p->pending[i].name) - strlen(SPOOL_SUFFIX)), p->pending[i].name);
+		unlink_in_spool(p, tmp);
+		p->disk -= p->pending[i].disk;
+	}
+	p->npending = 0;
+}
+
+static int mark_write(struct pusher *p, uint64_t until)
+{
+	char buf[MARK_LEN + 1];
+
+	if (until < p->mark)
+		until = p->mark;	/* the clock went back: what was converted stays converted */
+	snprintf(buf, sizeof(buf), "%020" PRIu64 "\n", until);
+	/* one write into a block the file has: no allocation (a full disk), whole or not at all */
+	if (p->mark_fd >= 0 && pwrite(p->mark_fd, buf, MARK_LEN, 0) != MARK_LEN)
+		return errno ? -errno : -EIO;
+	p->mark = until;
+	return 0;
+}
+
+/*
+ * A window's payloads, all written aside, made spooled: the mark first
+ * says the window is converted, then each is renamed to its name. A crash
+ * before the mark leaves payloads aside that the next start removes (and
+ * the window is converted again); after it, payloads aside that it renames.
+ * Either way each payload of a window is spooled once. @return 0 or -errno.
+ */
+static int commit_window(struct pusher *p, uint64_t until)
+{
+	int err = mark_write(p, until);
+
+	if (err) {
+		pending_discard(p);
+		return err;
+	}
+	if (VEC_RESERVE(p->spool, p->spool_cap, p->nspool + p->npending, 64)) {
+		/* they stay aside, committed: the next start spools them */
+		p->npending = 0;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->npending; i++) {
+		char tmp[4200], path[4200];
+		const struct spooled *e = &p->pending[i];
+
+		snprintf(tmp, sizeof(tmp), "%s/.%.*s" TMP_SUFFIX, p->o.spool_dir,
+			 (int)(strlen(e->name) - strlen(SPOOL_SUFFIX)), e->name);
+		snprintf(path, sizeof(path), "%s/%s", p->o.spool_dir, e->name);
+		if (rename(tmp, path)) {
+			unlink(tmp);
+			p->disk -= e->disk;
+			continue;
+		}
+		p->spool[p->nspool++] = *e;
+		count(p, &p->st.payloads);
+	}
+	p->npending = 0;
+	return 0;
+}
+
+/* Read a spooled payload into *@buf (free it): its query string and body point into it. @return 0, -EBADMSG (not one of ours) or -errno. */
+static int spool_read(struct pusher *p, const char *name, char **buf, const char **query,
+		      const uint8_t **body, size_t *len)
 {
 	char path[4200];
-	uint8_t *buf = NULL, *nl;
+	uint8_t *b = NULL, *nl;
 	struct stat st;
+	ssize_t got = 0;
 	int fd, err = 0;
 
-	*query = NULL;
-	*body = NULL;
+	*buf = NULL;
 	snprintf(path, sizeof(path), "%s/%s", p->o.spool_dir, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size < 10 || !(buf = malloc(st.st_size + 1))) {
-		err = errno ? -errno : -EBADMSG;
+	if (fstat(fd, &st)) {
+		err = -errno;
 		goto out;
 	}
-	if (read(fd, buf, st.st_size) != st.st_size) {
-		err = -EIO;
+	if (st.st_size < 10) {
+		err = -EBADMSG;
 		goto out;
 	}
-	buf[st.st_size] = '\0';
-	nl = memchr(buf + 8, '\n', st.st_size - 8);
-	if (memcmp(buf, SPOOL_MAGIC, 8) || !nl) {
+	b = malloc(st.st_size + 1);
+	if (!b) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (got < st.st_size) {
+		ssize_t n = read(fd, b + got, st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EBADMSG;
+			goto out;
+		}
+		got += n;
+	}
+	b[st.st_size] = '\0';
+	nl = memchr(b + 8, '\n', st.st_size - 8);
+	if (memcmp(b, SPOOL_MAGIC, 8) || !nl) {
 		err = -EBADMSG;
 		goto out;
 	}
 	*nl = '\0';
-	*query = strdup((char *)buf + 8);
-	*len = st.st_size - (nl + 1 - buf);
-	*body = malloc(*len ? *len : 1);
-	if (!*query || !*body) {
-		free(*query);
-		free(*body);
-		*query = NULL;
-		*body = NULL;
-		err = -ENOMEM;
-		goto out;
-	}
-	memcpy(*body, nl + 1, *len);
+	*query = (char *)b + 8;
+	*body = nl + 1;
+	*len = st.st_size - (nl + 1 - b);
+	*buf = (char *)b;
+	b = NULL;
 out:
-	free(buf);
+	free(b);
 	close(fd);
 	return err;
 }
@@ -236,40 +407,96 @@ static size_t discard_body(void *data, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-/* POST one payload. @return the HTTP status, or 0 when no answer came (curl's error in @why). */
+/* Each header line of the answer: the status line's 2xx is delivery, whatever happens to the rest. */
+static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
+{
+	struct pusher *p = ctx;
+	size_t len = size * n;
+	const char *sp = len > 5 && !memcmp(buf, "HTTP/", 5) ? memchr(buf, ' ', len) : NULL;
+
+	if (sp && sp + 4 <= buf + len && isdigit((unsigned char)sp[1]) &&
+	    isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3])) {
+		p->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+		if (p->status >= 200 && p->status < 300 && !p->got_2xx)
+			p->got_2xx = mono_ns();
+	}
+	return len;
+}
+
+/* POST one payload. @return the HTTP status (2xx when a 2xx status line came), or 0 when no answer came (curl's error in @why). */
 static long post(struct pusher *p, const char *query, const uint8_t *body, size_t len,
 		 char *why, size_t whylen)
 {
 	size_t ulen = strlen(p->url) + strlen(query) + 2;
 	char *url = malloc(ulen), errbuf[CURL_ERROR_SIZE] = "";
+	CURLcode rc = CURLE_OPERATION_TIMEDOUT;
 	long status = 0;
-	CURLcode rc;
+	CURLMsg *m;
+	int left;
 
 	if (!url) {
 		snprintf(why, whylen, "out of memory");
 		return 0;
 	}
 	snprintf(url, ulen, "%s%s%s", p->url, strchr(p->url, '?') ? "&" : "?", query);
+	p->status = 0;
+	p->got_2xx = 0;
+	p->aborted = false;
 	curl_easy_setopt(p->curl, CURLOPT_URL, url);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, errbuf);
-	rc = curl_easy_perform(p->curl);
-	if (rc == CURLE_OK)
+	/*
+	 * Driven here rather than by curl_easy_perform(): the transfer ends at
+	 * the flush's deadline (pusher__begin_stop wakes the poll), and soon
+	 * after a 2xx status line whatever the rest of the answer does.
+	 */
+	if (curl_multi_add_handle(p->multi, p->curl)) {
+		snprintf(why, whylen, "cannot start a transfer");
+		free(url);
+		return 0;
+	}
+	for (;;) {
+		uint64_t now, deadline;
+		int running = 0, ms = 1000;
+
+		if (curl_multi_perform(p->multi, &running) || !running)
+			break;
+		now = mono_ns();
+		deadline = __atomic_load_n(&p->deadline, __ATOMIC_RELAXED);
+		if (deadline && now >= deadline) {
+			p->aborted = true;
+			break;
+		}
+		if (p->got_2xx && now >= p->got_2xx + AFTER_2XX_NS)
+			break;
+		if (deadline && (deadline - now) / 1000000 < (uint64_t)ms)
+			ms = (deadline - now) / 1000000 + 1;
+		curl_multi_poll(p->multi, NULL, 0, ms, NULL);
+	}
+	while ((m = curl_multi_info_read(p->multi, &left)))
+		if (m->msg == CURLMSG_DONE)
+			rc = m->data.result;
+	curl_multi_remove_handle(p->multi, p->curl);
+	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, NULL);
+	if (p->got_2xx)
+		status = 200;
+	else if (rc == CURLE_OK)
 		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 	else
-		snprintf(why, whylen, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		snprintf(why, whylen, "%s", p->aborted ? "stopped at --flush-timeout" :
+			 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 	free(url);
 	return status;
 }
 
-/* Wait before the next try: doubling from 1 s up to the bound, less a random part of up to half (jitter). */
-static void backoff(struct pusher *p)
+/* When to try again after @tries failures: doubling from 1 s up to the bound, less a random part of up to half (jitter). */
+static uint64_t backoff_at(const struct pusher *p, unsigned tries)
 {
 	double secs = FIRST_BACKOFF_SECS;
 	uint32_t r = 0;
 
-	for (unsigned i = 0; i < p->tries && secs < p->o.max_backoff_secs; i++)
+	for (unsigned i = 0; i < tries && secs < p->o.max_backoff_secs; i++)
 		secs *= 2;
 	if (secs > p->o.max_backoff_secs)
 		secs = p->o.max_backoff_secs;
@@ -277,37 +504,56 @@ static void backoff(struct pusher *p)
 		r = (uint32_t)mono_ns();
 	/* many agents restarted by one outage must not come back in step */
 	secs *= 0.5 + 0.5 * (r / 4294967296.0);
-	p->tries++;
-	p->retry_at = mono_ns() + (uint64_t)(secs * 1e9);
+	return mono_ns() + (uint64_t)(secs * 1e9);
 }
 
-enum pushed { PUSHED, REFUSED, FAILED };
-
-/* POST one payload; the answer counted and said. @return what became of it. */
-static enum pushed push_one(struct pusher *p, const char *query, const uint8_t *body, size_t len)
+/*
+ * POST the spooled payload @i; what became of it counted and said. A 2xx
+ * removes it, a refusal for what it is (a 4xx but 408 and 429) too, counted;
+ * any other failure gives it a backoff of its own, so that a payload the
+ * server cannot take never holds back the others, and failures of several
+ * payloads in a row (or no answer at all) make the server back off as a whole.
+ */
+static void push_one(struct pusher *p, size_t i)
 {
-	char why[CURL_ERROR_SIZE + 64] = "";
-	long status = post(p, query, body, len, why, sizeof(why));
+	struct spooled *e = &p->spool[i];
+	char why[CURL_ERROR_SIZE + 64] = "", *buf;
+	const char *query;
+	const uint8_t *body;
+	size_t len;
+	long status;
+	int err = spool_read(p, e->name, &buf, &query, &body, &len);
 
+	if (err) {
+		/* not a payload of ours, or gone: it would never go */
+		spool_remove(p, i);
+		return;
+	}
+	status = post(p, query, body, len, why, sizeof(why));
+	free(buf);
+	if (p->aborted && !status)
+		return;		/* stopping: it stays spooled, not a failure */
 	if (status >= 200 && status < 300) {
-		pthread_mutex_lock(&p->lock);
-		p->st.pushed++;
-		pthread_mutex_unlock(&p->lock);
+		spool_remove(p, i);
+		count(p, &p->st.pushed);
 		if (p->said_down && p->o.log)
 			fprintf(p->o.log, "sfprof agent: %s takes pushes again\n", p->url);
 		p->said_down = false;
-		p->tries = 0;
-		return PUSHED;
+		p->server_tries = 0;
+		p->streak = 0;
+		p->server_retry_at = 0;
+		return;
 	}
 	if (status >= 400 && status < 500 && status != 408 && status != 429) {
 		/* refused for what it is: trying again cannot help */
-		if (p->o.log)
-			fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld): dropped\n",
-				p->url, status);
-		pthread_mutex_lock(&p->lock);
-		p->st.refused++;
-		pthread_mutex_unlock(&p->lock);
-		return REFUSED;
+		if (p->said_refused != status && p->o.log)
+			fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld): dropped, and "
+				"counted (said once)\n", p->url, status);
+		p->said_refused = status;
+		spool_remove(p, i);
+		count(p, &p->st.refused);
+		p->streak = 0;
+		return;
 	}
 	if (!p->said_down && p->o.log) {
 		if (status)
@@ -318,62 +564,39 @@ static enum pushed push_one(struct pusher *p, const char *query, const uint8_t *
 				"again\n", p->url, why);
 	}
 	p->said_down = true;
-	pthread_mutex_lock(&p->lock);
-	p->st.failures++;
-	pthread_mutex_unlock(&p->lock);
-	backoff(p);
-	return FAILED;
-}
-
-/* Push spooled payloads, oldest first, until one fails or none is left. @return whether all went. */
-static bool push_spooled(struct pusher *p)
-{
-	struct entry *v;
-	uint64_t total;
-	ssize_t n = spool_list(p, &v, &total);
-	bool all = true;
-
-	for (ssize_t i = 0; i < n; i++) {
-		uint8_t *body;
-		char *query;
-		size_t len;
-		enum pushed r;
-		int err = spool_read(p, v[i].name, &query, &body, &len);
-
-		if (err == -EBADMSG) {
-			spool_remove(p, v[i].name);	/* not a payload of ours: it would never go */
-			continue;
-		}
-		if (err)
-			continue;	/* gone meanwhile (the bound) */
-		r = push_one(p, query, body, len);
-		free(query);
-		free(body);
-		if (r == FAILED) {
-			all = false;
-			break;
-		}
-		spool_remove(p, v[i].name);
+	count(p, &p->st.failures);
+	e->retry_at = backoff_at(p, e->tries++);
+	if (!status || ++p->streak >= SERVER_STREAK) {
+		p->server_retry_at = backoff_at(p, p->server_tries++);
+		p->streak = 0;
 	}
-	free(v);
-	p->spool_empty = all && n >= 0;
-	return all;
 }
 
 /*
- * A new payload: straight to the server when nothing spooled waits and it
- * is not failing (the files of a spool cost more than the push under
- * churn), spooled otherwise and when it fails now. A crash while a window
- * is made into payloads makes it again at the next start: those already
- * pushed go twice (at least once, never lost). @return 0 or -errno.
+ * Push the payload due first (the oldest of those due at once), if the
+ * server is: a payload that keeps failing is due later and later, and new
+ * ones go before it. @return 0 when one was tried, else when the next is
+ * due (UINT64_MAX: none spooled).
  */
-static int deliver(struct pusher *p, uint64_t until, const char *query, const void *data,
-		   size_t len)
+static uint64_t push_due(struct pusher *p)
 {
-	if (p->spool_empty && !p->tries && push_one(p, query, data, len) != FAILED)
-		return 0;
-	p->spool_empty = false;
-	return spool_add(p, until, query, data, len);
+	uint64_t now = mono_ns(), next = UINT64_MAX;
+	size_t first = SIZE_MAX;
+
+	for (size_t i = 0; i < p->nspool; i++) {
+		if (p->spool[i].retry_at < next) {
+			next = p->spool[i].retry_at;
+			first = i;
+		}
+	}
+	if (first == SIZE_MAX)
+		return UINT64_MAX;
+	if (next < p->server_retry_at)
+		next = p->server_retry_at;
+	if (next > now)
+		return next;
+	push_one(p, first);
+	return 0;
 }
 
 /* --- windows into payloads --- */
@@ -428,7 +651,7 @@ out:
 	return err;
 }
 
-/* Make a window into one payload per service with samples, spooled. @return 0 or -errno. */
+/* Make a window into one payload per service with samples, written aside (commit_window spools them). @return 0 or -errno. */
 static int convert(struct pusher *p, const struct window *w)
 {
 	struct session_opts sopts = { .sym = { .no_debuginfod = true, .no_lines = true } };
@@ -470,6 +693,11 @@ static int convert(struct pusher *p, const struct window *w)
 
 		if (!has[i])
 			continue;
+		if (__atomic_load_n(&p->deadline, __ATOMIC_RELAXED) &&
+		    mono_ns() >= __atomic_load_n(&p->deadline, __ATOMIC_RELAXED)) {
+			err = -ECANCELED;	/* stopping: the window is converted at the next start */
+			break;
+		}
 		ss.current = i;
 		if (service_query(&ss.sv[i], p->o.host, w->from, w->until, p->o.sample_rate, query,
 				  sizeof(query)) < 0)
@@ -483,12 +711,14 @@ static int convert(struct pusher *p, const struct window *w)
 		if (fclose(mem) && !err)
 			err = -ENOMEM;
 		if (!err)
-			err = deliver(p, w->until, query, data, len);
+			err = spool_write(p, w->until, query, data, len);
 		free(data);
-		if (!err) {
-			pthread_mutex_lock(&p->lock);
-			p->st.payloads++;
-			pthread_mutex_unlock(&p->lock);
+		/* a payload past the bound, or with no room on a full disk: dropped, counted */
+		if (err == -EFBIG || err == -ENOSPC) {
+			count(p, err == -EFBIG ? &p->st.dropped : &p->st.dropped_full);
+			count(p, &p->st.payloads);
+			err = 0;
+			continue;
 		}
 	}
 	free(has);
@@ -502,101 +732,226 @@ out:
 	return err;
 }
 
+/* Make the window first queued into spooled payloads; called and returns with the lock held. */
 static void take_window(struct pusher *p)
 {
 	struct window w = p->queue[0];
+	struct stat st;
 	int err;
 
 	memmove(p->queue, p->queue + 1, (p->nqueue - 1) * sizeof(*p->queue));
 	p->nqueue--;
 	pthread_mutex_unlock(&p->lock);
+	/* the windows written beside the spool need room too: twice the largest is left free */
+	if (!stat(w.path, &st) && 2 * (uint64_t)st.st_blocks * 512 > p->reserve)
+		p->reserve = 2 * (uint64_t)st.st_blocks * 512;
 	err = convert(p, &w);
-	if (err != -EBADMSG && err && p->o.log)
+	/* a window that cannot be read is dropped, counted: converted, with no payload */
+	if (!err || err == -EBADMSG) {
+		int cerr = commit_window(p, w.until);
+
+		if (cerr && cerr != -ENOMEM)
+			err = cerr;
+	} else {
+		pending_discard(p);
+	}
+	if (err && err != -EBADMSG && err != -ECANCELED && p->o.log)
 		fprintf(p->o.log, "sfprof agent: %s: %s: kept for the next run\n", w.path,
 			strerror(-err));
-	/* a window that cannot be read is dropped, counted; one not spooled (no room) is kept */
 	if ((!err || err == -EBADMSG) && !w.keep)
 		unlink(w.path);
-	spool_bound(p);
 	pthread_mutex_lock(&p->lock);
 	if (err == -EBADMSG)
 		p->st.bad_windows++;
 	else if (!err)
 		p->st.windows++;
-	pthread_mutex_unlock(&p->lock);
 	free(w.path);
-	pthread_mutex_lock(&p->lock);
 }
 
 static void *run(void *arg)
 {
 	struct pusher *p = arg;
-	uint64_t flush_until = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t next, until;
+		struct timespec ts;
 
+		p->st.spooled = p->nspool;
+		p->st.spooled_bytes = p->disk;
+		if (p->deadline && mono_ns() >= p->deadline)
+			break;	/* what is left stays, for the next start */
 		if (p->nqueue) {
 			take_window(p);
 			continue;
 		}
-		if (p->stopping && !flush_until)
-			flush_until = now + (uint64_t)(p->o.flush_secs * 1e9);
-		if (now >= p->retry_at) {
-			bool all;
-
-			pthread_mutex_unlock(&p->lock);
-			all = push_spooled(p);
-			pthread_mutex_lock(&p->lock);
-			if (p->stopping && all)
-				break;
-			if (all)
-				p->retry_at = UINT64_MAX;	/* until the next window */
+		if (p->stopping && !p->nspool)
+			break;
+		pthread_mutex_unlock(&p->lock);
+		next = push_due(p);
+		pthread_mutex_lock(&p->lock);
+		if (!next || p->nqueue)
+			continue;
+		if (p->stopping && next >= p->deadline)
+			break;
+		until = p->deadline && p->deadline < next ? p->deadline : next;
+		if (until == UINT64_MAX) {
+			pthread_cond_wait(&p->wake, &p->lock);
 			continue;
 		}
-		if (p->stopping && (now >= flush_until || p->retry_at >= flush_until))
-			break;
-		{
-			uint64_t until = p->retry_at < flush_until || !flush_until ? p->retry_at :
-										 flush_until;
-			struct timespec ts;
-
-			if (until == UINT64_MAX) {
-				pthread_cond_wait(&p->wake, &p->lock);
-			} else {
-				/* the condition variable waits on CLOCK_MONOTONIC (pusher__new) */
-				ts.tv_sec = until / 1000000000ull;
-				ts.tv_nsec = until % 1000000000ull;
-				pthread_cond_timedwait(&p->wake, &p->lock, &ts);
-			}
-		}
+		/* the condition variable waits on CLOCK_MONOTONIC (pusher__new) */
+		ts.tv_sec = until / 1000000000ull;
+		ts.tv_nsec = until % 1000000000ull;
+		pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 	}
+	p->st.spooled = p->nspool;
+	p->st.spooled_bytes = p->disk;
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
-/* Windows a run before us left unconverted: given again, oldest first (their names sort so). */
-static void resume_windows(struct pusher *p)
+/* The name of a window file: its from and until; false when it is not one. */
+static bool window_of(const char *name, uint64_t *from, uint64_t *until)
+{
+	unsigned long long f, u;
+	char end;
+
+	if (sscanf(name, "window-%llu-%llu.sfprof%c", &f, &u, &end) != 2)
+		return false;
+	*from = f;
+	*until = u;
+	return true;
+}
+
+/*
+ * Windows a run before us left unconverted, given again oldest first (their
+ * names sort so): those of the spool's windows directory (deleted once
+ * converted), and with @keep those of the output directory that ended after
+ * the mark, which were written but never made into payloads (a crash).
+ */
+static void resume_windows(struct pusher *p, const char *dir, bool keep)
 {
 	struct dirent **names = NULL;
-	int n = scandir(p->windows_dir, &names, NULL, alphasort);
+	int n = scandir(dir, &names, NULL, alphasort);
 
 	for (int i = 0; i < n; i++) {
-		unsigned long long from, until;
+		const char *name = names[i]->d_name;
+		uint64_t from, until;
 		char path[4400];
 
-		if (sscanf(names[i]->d_name, "window-%llu-%llu.sfprof", &from, &until) == 2) {
-			snprintf(path, sizeof(path), "%s/%s", p->windows_dir, names[i]->d_name);
-			pusher__window(p, path, from, until, false);
-		} else if (names[i]->d_name[0] == '.' && strstr(names[i]->d_name, ".tmp")) {
-			/* a window a crash left unfinished: never whole */
-			snprintf(path, sizeof(path), "%s/%s", p->windows_dir, names[i]->d_name);
-			unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (window_of(name, &from, &until)) {
+			if (!p->mark_new && until <= p->mark) {
+				if (!keep)
+					unlink(path);	/* converted, then a crash before it went */
+			} else if (!keep || !p->mark_new) {
+				pusher__window(p, path, from, until, keep);
+			}
+		} else if (!keep && name[0] == '.' && strstr(name, ".tmp")) {
+			unlink(path);	/* a window a crash left unfinished: never whole */
 		}
 		free(names[i]);
 	}
 	free(names);
+}
+
+/* The oldest window waiting in the spool's windows directory: its until, or UINT64_MAX. */
+static uint64_t oldest_waiting(const struct pusher *p)
+{
+	DIR *d = opendir(p->windows_dir);
+	uint64_t oldest = UINT64_MAX, from, until;
+	struct dirent *de;
+
+	if (!d)
+		return oldest;
+	while ((de = readdir(d)))
+		if (window_of(de->d_name, &from, &until) && until < oldest)
+			oldest = until;
+	closedir(d);
+	return oldest;
+}
+
+/* The mark a run before us left, or one made now (before any window of ours, after any waiting). */
+static void mark_open(struct pusher *p)
+{
+	char path[4200], buf[MARK_LEN + 1] = "";
+	uint64_t now = (uint64_t)time(NULL), oldest;
+
+	snprintf(path, sizeof(path), "%s/" MARK_NAME, p->o.spool_dir);
+	p->mark_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (p->mark_fd >= 0 && pread(p->mark_fd, buf, MARK_LEN, 0) == MARK_LEN &&
+	    buf[MARK_LEN - 1] == '\n' && isdigit((unsigned char)buf[0])) {
+		p->mark = strtoull(buf, NULL, 10);
+		p->disk += p->blksz;
+		return;
+	}
+	p->mark_new = true;
+	oldest = oldest_waiting(p);
+	if (p->mark_fd >= 0 && mark_write(p, oldest <= now ? oldest - 1 : now)) {
+		/* a full disk at the first start: delivery is then at least once */
+		close(p->mark_fd);
+		p->mark_fd = -1;
+	}
+	if (p->mark_fd >= 0)
+		p->disk += p->blksz;
+}
+
+/*
+ * The spool a run before us left: payloads a crash left aside spooled when
+ * their window was committed (at or before the mark), removed otherwise;
+ * the rest indexed, oldest first. @return 0 or -errno.
+ */
+static int spool_load(struct pusher *p)
+{
+	DIR *d = opendir(p->o.spool_dir);
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		size_t len = strlen(name);
+		unsigned long long until;
+		char final[sizeof(p->spool->name)];
+
+		if (name[0] != '.' || len <= 1 + strlen(TMP_SUFFIX) || len >= sizeof(final) ||
+		    strcmp(name + len - strlen(TMP_SUFFIX), TMP_SUFFIX) ||
+		    sscanf(name, ".%llu-", &until) != 1)
+			continue;
+		snprintf(final, sizeof(final), "%.*s" SPOOL_SUFFIX, (int)(len - 1 - strlen(TMP_SUFFIX)),
+			 name + 1);
+		if (p->mark_new || until > p->mark || renameat(dirfd(d), name, dirfd(d), final))
+			unlinkat(dirfd(d), name, 0);
+	}
+	/* again, from the start: the payloads renamed above are seen as the others */
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		size_t len = strlen(name);
+		struct spooled e = { .disk = 0 };
+		struct stat st;
+
+		if (name[0] == '.' || len <= strlen(SPOOL_SUFFIX) || len >= sizeof(e.name) ||
+		    strcmp(name + len - strlen(SPOOL_SUFFIX), SPOOL_SUFFIX) ||
+		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (VEC_RESERVE(p->spool, p->spool_cap, p->nspool + 1, 64)) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		memcpy(e.name, name, len + 1);
+		e.disk = round_blocks(p, st.st_size);
+		if ((uint64_t)st.st_blocks * 512 > e.disk)
+			e.disk = st.st_blocks * 512;
+		p->spool[p->nspool++] = e;
+		p->disk += e.disk;
+	}
+	closedir(d);
+	if (p->nspool)	/* none: no array (UBSan: qsort of NULL) */
+		qsort(p->spool, p->nspool, sizeof(*p->spool), cmp_spooled);
+	/* a bound lowered since: the oldest go now */
+	spool_make_room(p, 0);
+	return 0;
 }
 
 static int make_dir(const char *path)
@@ -615,6 +970,7 @@ static int make_dir(const char *path)
 struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errlen)
 {
 	struct pusher *p = calloc(1, sizeof(*p));
+	struct statvfs vfs;
 	const char *path;
 	pthread_condattr_t ca;
 	size_t ulen;
@@ -625,6 +981,8 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 		return NULL;
 	}
 	p->o = *opts;
+	p->mark_fd = -1;
+	p->reserve = MIN_RESERVE;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -647,14 +1005,29 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	else
 		snprintf(p->url, ulen, "%s", opts->url);
 	if ((e = make_dir(opts->spool_dir)) ||
-	    push_spool_windows_dir(opts->spool_dir, p->windows_dir, sizeof(p->windows_dir)) ||
+	    (e = push_spool_windows_dir(opts->spool_dir, p->windows_dir, sizeof(p->windows_dir))) ||
 	    (e = make_dir(p->windows_dir))) {
 		snprintf(err, errlen, "spool directory %s: %s", opts->spool_dir, strerror(-e));
 		goto fail;
 	}
+	p->blksz = !statvfs(opts->spool_dir, &vfs) && vfs.f_frsize >= 512 ? vfs.f_frsize : 4096;
+	mark_open(p);
+	if ((e = spool_load(p))) {
+		snprintf(err, errlen, "spool directory %s: %s", opts->spool_dir, strerror(-e));
+		goto fail;
+	}
 	p->curl = curl_easy_init();
+	p->multi = curl_multi_init();
 	p->headers = curl_slist_append(NULL, "Content-Type: binary/octet-stream");
-	if (!p->curl || !p->headers) {
+	if (p->headers) {
+		/* no 100-continue round trip (a server that ignores it costs a second a push) */
+		struct curl_slist *l = curl_slist_append(p->headers, "Expect:");
+
+		if (!l)
+			goto fail;
+		p->headers = l;
+	}
+	if (!p->curl || !p->multi || !p->headers) {
 		snprintf(err, errlen, "cannot start libcurl");
 		goto fail;
 	}
@@ -688,12 +1061,19 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	}
 	/* a thread of its own: no signals for timeouts */
 	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(opts->push_timeout_secs < 5 ? opts->push_timeout_secs * 1000 : 5000));
+	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT_MS, (long)(opts->push_timeout_secs * 1000));
 	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, discard_body);
+	curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, p);
 	curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "sfprof-agent");
 	curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	resume_windows(p);
+	resume_windows(p, p->windows_dir, false);
+	if (opts->output_dir)
+		resume_windows(p, opts->output_dir, true);
+	p->st.spooled = p->nspool;
+	p->st.spooled_bytes = p->disk;
 	e = pthread_create(&p->thread, NULL, run, p);
 	if (e) {
 		snprintf(err, errlen, "cannot start the pushing thread: %s", strerror(e));
@@ -723,9 +1103,6 @@ int pusher__window(struct pusher *p, const char *path, uint64_t from, uint64_t u
 		return -ENOMEM;
 	}
 	p->queue[p->nqueue++] = (struct window){ copy, from, until, keep };
-	/* a new payload is worth a try at once unless the server is known down */
-	if (p->retry_at == UINT64_MAX)
-		p->retry_at = 0;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return 0;
@@ -733,16 +1110,26 @@ int pusher__window(struct pusher *p, const char *path, uint64_t from, uint64_t u
 
 void pusher__stats(struct pusher *p, struct push_stats *st)
 {
-	struct entry *v;
-	uint64_t total;
-	ssize_t n = spool_list(p, &v, &total);
-
-	free(v);
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
 	pthread_mutex_unlock(&p->lock);
-	st->spooled = n > 0 ? n : 0;
-	st->spooled_bytes = n > 0 ? total : 0;
+}
+
+/* From now on, at most opts.flush_secs more: a transfer under way is cut then. */
+void pusher__begin_stop(struct pusher *p)
+{
+	uint64_t deadline;
+
+	if (!p)
+		return;
+	deadline = mono_ns() + (uint64_t)(p->o.flush_secs * 1e9);
+	pthread_mutex_lock(&p->lock);
+	if (!p->deadline)
+		__atomic_store_n(&p->deadline, deadline ? deadline : 1, __ATOMIC_RELAXED);
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	if (p->multi)
+		curl_multi_wakeup(p->multi);
 }
 
 void pusher__stop(struct pusher *p, struct push_stats *st)
@@ -750,17 +1137,25 @@ void pusher__stop(struct pusher *p, struct push_stats *st)
 	if (!p)
 		return;
 	if (p->started) {
+		pusher__begin_stop(p);
 		pthread_mutex_lock(&p->lock);
 		p->stopping = true;
 		pthread_cond_signal(&p->wake);
 		pthread_mutex_unlock(&p->lock);
 		pthread_join(p->thread, NULL);
 	}
+	pending_discard(p);
 	if (st)
 		pusher__stats(p, st);
 	for (size_t i = 0; i < p->nqueue; i++)
 		free(p->queue[i].path);
 	free(p->queue);
+	free(p->spool);
+	free(p->pending);
+	if (p->mark_fd >= 0)
+		close(p->mark_fd);
+	if (p->multi)
+		curl_multi_cleanup(p->multi);
 	if (p->curl)
 		curl_easy_cleanup(p->curl);
 	curl_slist_free_all(p->headers);

@@ -12,6 +12,7 @@
 struct push_opts {
 	const char *url;		/* the server; /ingest is added unless its path ends so */
 	const char *spool_dir;		/* payloads not pushed yet, one file each */
+	const char *output_dir;		/* where windows are kept, or NULL: those a crash left unpushed go at start */
 	uint64_t spool_bytes;		/* bound on them: the oldest go first, counted */
 	const char *tenant;		/* X-Scope-OrgID, or NULL */
 	const char *bearer_token;	/* Authorization: Bearer, or NULL */
@@ -22,18 +23,20 @@ struct push_opts {
 	uint32_t sample_rate;		/* Hz */
 	double flush_secs;		/* at stop, how long to go on pushing what is spooled */
 	double max_backoff_secs;	/* the longest wait between two tries */
+	double push_timeout_secs;	/* the longest one push may take */
 	FILE *log;			/* where failures are said (stderr), once per change */
 };
 
 struct push_stats {
 	uint64_t windows;		/* windows made into payloads */
-	uint64_t payloads;		/* payloads spooled */
+	uint64_t payloads;		/* payloads made: spooled, or dropped at once (no room) */
 	uint64_t pushed;		/* payloads the server took */
 	uint64_t failures;		/* tries that failed (and were retried) */
 	uint64_t refused;		/* payloads the server refused for good (4xx), dropped */
 	uint64_t dropped;		/* payloads dropped at the spool's bound, oldest first */
+	uint64_t dropped_full;		/* payloads dropped because the spool's filesystem was full */
 	uint64_t bad_windows;		/* windows that could not be read */
-	uint64_t spooled_bytes;		/* what the spool holds now */
+	uint64_t spooled_bytes;		/* what the spool holds now on disk (blocks), as bounded */
 	uint64_t spooled;		/* payloads it holds now */
 };
 
@@ -42,7 +45,11 @@ struct pusher;
 /**
  * pusher__new() - a thread that makes windows into payloads and pushes
  * them. Payloads left in the spool by an earlier run are pushed too, and
- * windows left in its windows/ directory are made into payloads first.
+ * windows left in its windows/ directory, or written to opts.output_dir
+ * but never made into payloads (a crash), are made into payloads first.
+ * Each payload is spooled before it is pushed, each window's payloads once
+ * (a mark in the spool says up to which window); each is pushed until its
+ * 2xx status line comes, with a backoff of its own.
  * @return the pusher, or NULL with errno set (@err says why).
  */
 struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errlen);
@@ -56,6 +63,13 @@ int pusher__window(struct pusher *p, const char *path, uint64_t from, uint64_t u
 
 /** pusher__stats() - the counts so far. */
 void pusher__stats(struct pusher *p, struct push_stats *st);
+
+/**
+ * pusher__begin_stop() - the flush starts now: at most opts.flush_secs
+ * more, a push under way then cut (what it carried stays spooled unless its
+ * 2xx came); windows may still be given. Accepts NULL.
+ */
+void pusher__begin_stop(struct pusher *p);
 
 /**
  * pusher__stop() - make the windows given into payloads, push for at most

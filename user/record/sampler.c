@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cmds.h"
 #include "records.h"
 #include "sample.skel.h"
 #include "sampler.h"
@@ -644,8 +645,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (sample_bpf__load(s->skel)) {
 		e = errno;
 		if (e == EPERM)
-			snprintf(err, errlen, "not allowed to load BPF programs: sfprof record needs "
-				 "CAP_BPF and CAP_PERFMON (or root)");
+			snprintf(err, errlen, "not allowed to load BPF programs: sfprof %s needs "
+				 "CAP_BPF and CAP_PERFMON (or root)", sfprof_command());
 		else
 			snprintf(err, errlen, "cannot load the BPF sampler: %s%s", strerror(e),
 				 getenv("SFPROF_DEBUG_BPF") ? "" : " (SFPROF_DEBUG_BPF=1 shows the verifier's log)");
