@@ -14,8 +14,8 @@ agent_leaf <- agent_mid <- main.
               is its own service (exe label) with symbolized, complete chains;
               tenant and bearer token arrive as headers; --keep-count 3 leaves
               the newest three windows and no .tmp.
-  down        the receiver down for the first 30 s, then up, the agent stopped
-              by SIGTERM at 35 s: every window arrives, the last one (flushed at
+  down        the receiver down for the first 8 s, then up, the agent stopped
+              by SIGTERM 5 s later: every window arrives, the last one (flushed at
               SIGTERM) too, tiling time, and the agent says tries failed.
   spool       the receiver never up, --spool-size 16K: payloads are dropped
               oldest first and counted, the spool stays within its bound and
@@ -321,12 +321,13 @@ def case_windows(ctx):
 def case_down(ctx):
     work = ctx.build_work()
     rcv = Receiver(free_port(), ctx.path('received'))
-    ctx.spawn([work, '36'])
+    ctx.spawn([work, '16'])
     a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
                    ctx.path('spool'), '--window', '1', '--max-backoff', '2',
                    '--flush-timeout', '15'], stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(30)
+        # down long enough for tries of several windows to fail and back off
+        time.sleep(8)
         rcv.start()
         time.sleep(5)
         # SIGTERM: the window being recorded is flushed and pushed too
