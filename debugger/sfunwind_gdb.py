@@ -219,7 +219,8 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         # (sp, pc) of callers this unwinder found with a precise pc (below a
         # signal trampoline it unwound itself)
         self.precise_callers = set()
-        self._level_frames = {}
+        # (thread ptid, level) -> the pc of each frame GDB asked about
+        self._level_pcs = {}
         # thread ptid -> the levels GDB asked this unwinder about since it
         # last built that thread's frames, in order
         self._sniffed = {}
@@ -231,7 +232,7 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         Not on stop events: GDB has already unwound the frames it prints by
         then, and those must stay known."""
         self.precise_callers.clear()
-        self._level_frames.clear()
+        self._level_pcs.clear()
         self._sniffed.clear()
         self.process.invalidate()
 
@@ -244,15 +245,18 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
     # except inline and tail-call frames (its own unwinders for those come
     # first), once per frame, newest first; so the last level this unwinder
     # was asked about is that newer frame, and none means only inline frames
-    # are newer. Its type is asked of gdb.Frame, walking from the newest
-    # frame down to it and never further: while GDB sniffs the caller of an
-    # inline frame, the inline frame's id is still being computed, and
-    # touching that frame would trip GDB's assertion.
-    def _is_precise(self, thread, level):
+    # are newer. Whether it is a signal trampoline is read from the
+    # instructions at its pc, as GDB's own sigtramp sniffers do, never from
+    # gdb.Frame: while GDB sniffs a frame, the ids of the frames newer than
+    # it may still be being computed (stepping past inline frames computes
+    # them), and asking gdb.Frame about them aborts GDB on its assertion
+    # in get_frame_id.
+    def _is_precise(self, thread, level, arch):
         levels = self._sniffed.get(thread)
         if not levels:
             return True
-        return self._is_sigtramp(thread, levels[-1])
+        pc = self._level_pcs.get((thread, levels[-1]))
+        return pc is not None and self._is_sigtramp(pc, arch)
 
     def _generation(self, thread, level):
         """Record that GDB asks about @level; a level not above the last one
@@ -260,29 +264,33 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         levels = self._sniffed.setdefault(thread, [])
         if levels and level <= levels[-1]:
             levels.clear()
-            for key in [k for k in self._level_frames if k[0] == thread]:
-                del self._level_frames[key]
+            for key in [k for k in self._level_pcs if k[0] == thread]:
+                del self._level_pcs[key]
         return levels
 
-    def _is_sigtramp(self, thread, level):
-        try:
-            frame = self._level_frames.get((thread, level))
-            if frame is None or not frame.is_valid() or frame.level() != level:
-                base = self._level_frames.get((thread, level - 1))
-                if base is not None and base.is_valid() and base.level() == level - 1:
-                    frame = base.older()
-                else:
-                    frame = gdb.newest_frame()
-                    for _ in range(level):
-                        frame = frame.older()
-                        if frame is None:
-                            return False
-                if frame is None or frame.level() != level:
-                    return False
-                self._level_frames[(thread, level)] = frame
-            return frame.type() == gdb.SIGTRAMP_FRAME
-        except gdb.error:
+    # The return trampolines the kernel's signal frames return to: x86-64
+    # glibc's __restore_rt (mov $15,%rax; syscall), AArch64's vDSO
+    # __kernel_rt_sigreturn (mov x8,#139; svc #0). A trampoline frame's pc is
+    # at one of their instructions.
+    _SIGTRAMPS = {
+        sfunwind.ARCH_X86_64: (bytes.fromhex('48c7c00f0000000f05'), (0, 7)),
+        sfunwind.ARCH_AARCH64: (bytes.fromhex('681180d2010000d4'), (0, 4)),
+    }
+
+    def _is_sigtramp(self, pc, arch):
+        code, offsets = self._SIGTRAMPS.get(arch, (None, ()))
+        if code is None:
             return False
+        inferior = gdb.selected_inferior()
+        for off in offsets:
+            if pc < off:
+                continue
+            try:
+                if inferior.read_memory(pc - off, len(code)).tobytes() == code:
+                    return True
+            except (gdb.error, gdb.MemoryError):
+                pass
+        return False
 
     def _value(self, pending, arch, name, number):
         t = self._reg_types.get((arch, name))
@@ -318,7 +326,8 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         pc = _gdb_int(pending.read_register(names['pc']))
         sp = _gdb_int(pending.read_register(names['sp']))
         precise = (level == 0 or (sp, pc) in self.precise_callers or
-                   self._is_precise(thread, level))
+                   self._is_precise(thread, level, arch))
+        self._level_pcs[(thread, level)] = pc
         space = self.process.get(arch)
         at = pc if precise else (pc - 1) & _MASK64
         lookup = space.lookup(at)
