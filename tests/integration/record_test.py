@@ -94,6 +94,15 @@ class Failure(Exception):
     pass
 
 
+class TooFew(Failure):
+    """Every failed check was one of too few samples: the machine was busy, not sfprof
+    wrong. case_main() runs the case again with its workload longer (ctx.scale)."""
+
+
+class TooFewMsg(str):
+    """A failed check's message that says too few samples were taken."""
+
+
 def log(msg=''):
     print(msg, flush=True)
 
@@ -120,6 +129,13 @@ class Ctx:
         self.progs = os.path.abspath(args.progs)
         self.work = os.path.abspath(args.workdir)
         self.syms = profile_oracle.Symbolizer()
+        # how many times longer than written the cases run their workloads: doubled when
+        # a run found too few samples (a busy machine), at most twice (TooFew)
+        self.scale = 1
+
+    def secs(self, n):
+        """A workload's length in seconds (or any unit), scaled."""
+        return str(n * self.scale)
 
     def path(self, name):
         return os.path.join(self.work, name)
@@ -210,7 +226,7 @@ def check_chains(ctx, samples, chains, modules, what, min_samples=MIN_LEAF_SAMPL
             for (chain, ending), count in wrong.most_common(3):
                 log(f'    {count} x {chain} [{ending}]')
         if n < min_samples:
-            fails.append(f'{what}: {leaf}: only {n} samples, need {min_samples}')
+            fails.append(TooFewMsg(f'{what}: {leaf}: only {n} samples, need {min_samples}'))
         elif pct < MIN_PERCENT:
             fails.append(f'{what}: {leaf}: {pct:.2f}% exact chains, need {MIN_PERCENT}%')
     return fails
@@ -252,6 +268,8 @@ def expect(cond, fails, msg):
 def raise_fails(fails):
     for f in fails:
         log(f'FAIL: {f}')
+    if fails and all(isinstance(f, TooFewMsg) for f in fails):
+        raise TooFew(f'{len(fails)} check(s) found too few samples')
     if fails:
         raise Failure(f'{len(fails)} check(s) failed')
 
@@ -311,7 +329,7 @@ def case_chains(ctx):
                        libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
     lib = ctx.path('libcallback.so')
     out = ctx.path('chains.data')
-    p = ctx.record(['--', prog, '3'], out, timeout=60)
+    p = ctx.record(['--', prog, ctx.secs(3)], out, timeout=60 * ctx.scale)
     if p.returncode != 0:
         raise Failure(f'sfprof record exited with {p.returncode}')
     prof = ctx.load(out)
@@ -433,7 +451,7 @@ def record_all(ctx, token):
     try:
         rec = start_recording(ctx, ['-a'], out, canary)
         try:
-            procs = [subprocess.Popen([exe, '600']) for exe in late]
+            procs = [subprocess.Popen([exe, ctx.secs(600)]) for exe in late]
             for p in procs:
                 p.wait(timeout=30)
         finally:
@@ -462,12 +480,12 @@ def record_pid(ctx, token):
     chains = ctx.compile('record_chains.c', 'record_chains',
                          libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
     other = spinner_copies(ctx, [f'other-{token}'])[0]
-    target = subprocess.Popen([chains, '3'])
-    bystander = subprocess.Popen([other, '3000'])
+    target = subprocess.Popen([chains, ctx.secs(3)])
+    bystander = subprocess.Popen([other, ctx.secs(3000)])
     try:
         time.sleep(0.2)     # its threads exist
         out = ctx.path('pid.data')
-        p = ctx.record(['-p', str(target.pid), '--duration', '2'], out, timeout=60)
+        p = ctx.record(['-p', str(target.pid), '--duration', ctx.secs(2)], out, timeout=60)
         if p.returncode != 0:
             raise Failure(f'sfprof record -p exited with {p.returncode}')
     finally:
@@ -586,7 +604,7 @@ def case_syscalls(ctx):
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        p = ctx.record(['--', prog, '2'], out, timeout=60)
+        p = ctx.record(['--', prog, ctx.secs(2)], out, timeout=60 * ctx.scale)
     finally:
         done.set()
         watcher.join(timeout=30)
@@ -604,7 +622,7 @@ def case_syscalls(ctx):
     fails = []
     log(f'{len(samples)} samples of {prog}, {len(in_kernel)} with a kernel stack')
     expect(len(in_kernel) >= 2 * MIN_LEAF_SAMPLES, fails,
-           f'only {len(in_kernel)} samples in the kernel: not syscall-heavy?')
+           TooFewMsg(f'only {len(in_kernel)} samples in the kernel: not syscall-heavy?'))
     no_user = [s for s in in_kernel if not s.ustack]
     expect(not no_user, fails, f'{len(no_user)} samples in the kernel have no user stack '
            f'(first at dump line {no_user[0].line if no_user else 0})')
@@ -879,7 +897,19 @@ def case_main(doc, cases, errors=()):
     os.makedirs(ctx.work)
     t0 = time.monotonic()
     try:
-        cases[args.case](ctx)
+        # a case that counts samples of a fixed-length workload runs until it has enough:
+        # its workload twice and four times as long on a machine too busy to give them
+        for attempt in range(3):
+            try:
+                cases[args.case](ctx)
+                break
+            except TooFew as e:
+                if attempt == 2:
+                    raise
+                ctx.scale *= 2
+                log(f'too few samples ({e}): again with the workload {ctx.scale}x as long')
+                shutil.rmtree(ctx.work, ignore_errors=True)
+                os.makedirs(ctx.work)
     except (Failure, profile_oracle.OracleError, subprocess.TimeoutExpired) + tuple(errors) as e:
         log(f'FAIL: {e}')
         return 1
