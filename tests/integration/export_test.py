@@ -556,7 +556,8 @@ def check_pprof(flat, pct, total, selfs, nsamples, report):
         expect(flat[name] == selfs[name], fails,
                f'{name}: flat {flat[name]} in pprof, {selfs[name]} self in the collapsed stacks')
     for leaf in HOT:
-        expect(selfs[leaf] >= MIN_LEAF_SAMPLES, fails, f'{leaf}: only {selfs[leaf]} samples')
+        expect(selfs[leaf] >= MIN_LEAF_SAMPLES, fails,
+               rt.TooFewMsg(f'{leaf}: only {selfs[leaf]} samples'))
     if report is not None:
         mine = Counter()
         for (_, sym), share in report.items():

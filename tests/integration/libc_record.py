@@ -93,7 +93,8 @@ def check(ctx, samples, prog, mode, chain, quiet=False):
         for (stack, ending), count in sorted(wrong.items(), key=lambda kv: -kv[1])[:3]:
             log(f'    {count} x {stack} [{ending}]')
     if n < MIN_SAMPLES:
-        return [f'{mode}: only {n} samples in the hot spot, need {MIN_SAMPLES}']
+        return [record_test.TooFewMsg(f'{mode}: only {n} samples in the hot spot, need '
+                                      f'{MIN_SAMPLES}')]
     if pct < MIN_PERCENT:
         return [f'{mode}: {pct:.2f}% reach main through the expected frames, '
                 f'need {MIN_PERCENT}%']
