@@ -68,8 +68,15 @@ static void check_row(const struct sfu_row *row, uint64_t pc, bool a64)
 		broken("+%#llx: RA of kind %u", at, row->ra.kind);
 	if (!a64 && (row->flags & SFU_ROW_MANGLED_RA))
 		broken("+%#llx: a signed return address on x86-64", at);
+	/*
+	 * x86-64: below the return address's slot. AArch64: any slot of the
+	 * frame but the return address's (`stp x29, x0, [sp, #24]` after `sub
+	 * sp, sp, #32` saves it at CFA-8; the fuzzer found that one).
+	 */
 	if (row->fp.kind == SFU_LOC_AT_CFA &&
-	    (row->fp.offset > -16 || row->fp.offset % 8 || row->fp.offset < -FRAME_MAX))
+	    (row->fp.offset > (a64 ? -8 : -16) || row->fp.offset % 8 ||
+	     row->fp.offset < -FRAME_MAX ||
+	     (a64 && row->ra.kind == SFU_LOC_AT_CFA && row->ra.offset == row->fp.offset)))
 		broken("+%#llx: FP saved at CFA%+d", at, row->fp.offset);
 	else if (row->fp.kind != SFU_LOC_AT_CFA && row->fp.kind != SFU_LOC_SAME)
 		broken("+%#llx: FP of kind %u", at, row->fp.kind);
