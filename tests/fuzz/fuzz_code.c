@@ -60,8 +60,9 @@ static void check_row(const struct sfu_row *row, uint64_t pc, bool a64)
 	}
 	if (!a64 && (row->ra.kind != SFU_LOC_AT_CFA || row->ra.offset != -8))
 		broken("+%#llx: RA not at CFA - 8", at);
+	/* AArch64: stur stores at any byte offset; the slot is below the CFA, within the frame */
 	if (a64 && row->ra.kind == SFU_LOC_AT_CFA &&
-	    (row->ra.offset > -8 || row->ra.offset % 8 || row->ra.offset < -FRAME_MAX))
+	    (row->ra.offset > -8 || row->ra.offset < -FRAME_MAX))
 		broken("+%#llx: RA saved at CFA%+d", at, row->ra.offset);
 	else if (a64 && row->ra.kind != SFU_LOC_AT_CFA &&
 		 (row->ra.kind != SFU_LOC_IN_REG || row->ra.reg != SFU_REG_RA || row->ra.offset))
@@ -69,12 +70,14 @@ static void check_row(const struct sfu_row *row, uint64_t pc, bool a64)
 	if (!a64 && (row->flags & SFU_ROW_MANGLED_RA))
 		broken("+%#llx: a signed return address on x86-64", at);
 	/*
-	 * x86-64: below the return address's slot. AArch64: any slot of the
-	 * frame but the return address's (`stp x29, x0, [sp, #24]` after `sub
-	 * sp, sp, #32` saves it at CFA-8; the fuzzer found that one).
+	 * x86-64: below the return address's slot, 8-aligned. AArch64: any
+	 * slot of the frame below the CFA but the return address's, at any
+	 * byte (`stp x29, x0, [sp, #24]` after `sub sp, sp, #32` saves it at
+	 * CFA-8, `stur x29, [sp, #2]` after `str x28, [sp, #-16]!` at CFA-14:
+	 * the fuzzer found both).
 	 */
 	if (row->fp.kind == SFU_LOC_AT_CFA &&
-	    (row->fp.offset > (a64 ? -8 : -16) || row->fp.offset % 8 ||
+	    (row->fp.offset > (a64 ? -8 : -16) || (!a64 && row->fp.offset % 8) ||
 	     row->fp.offset < -FRAME_MAX ||
 	     (a64 && row->ra.kind == SFU_LOC_AT_CFA && row->ra.offset == row->fp.offset)))
 		broken("+%#llx: FP saved at CFA%+d", at, row->fp.offset);
