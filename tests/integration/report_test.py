@@ -164,25 +164,33 @@ class FuncSymbols:
     """The function symbols of an ELF file as readelf -sW lists them (.symtab, else
     .dynsym), sized or not: for the oracle's second rule. nm's sized symbols name
     an address first; where none holds it, a function symbol of size 0 before it
-    (crtstuff's __do_global_dtors_aux) runs up to the next function symbol."""
+    (crtstuff's __do_global_dtors_aux) runs up to the next function symbol or the
+    end of its own section, whichever comes first (as perf's symbols__fixup_end:
+    _init, of size 0 in .init, does not name the PLT stubs after it)."""
 
-    _SYM = re.compile(r'^\s*\d+:\s+([0-9a-f]+)\s+(\d+)\s+I?FUNC\s+\S+\s+\S+\s+\d+\s+(\S+)')
+    _SYM = re.compile(r'^\s*\d+:\s+([0-9a-f]+)\s+(\d+)\s+I?FUNC\s+\S+\s+\S+\s+(\d+)\s+(\S+)')
+    _SEC = re.compile(r'^\s*\[\s*(\d+)\]\s+\S+\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)')
     _cache = {}
 
     def __init__(self, path):
-        tables, cur = {}, None
-        out = subprocess.run(['readelf', '-sW', path], stdout=subprocess.PIPE,
+        tables, cur, secs = {}, None, {}
+        out = subprocess.run(['readelf', '-SsW', path], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True).stdout
         for line in out.splitlines():
+            m = self._SEC.match(line)
+            if m:
+                secs[int(m.group(1))] = int(m.group(2), 16) + int(m.group(3), 16)
+                continue
             m = re.match(r"^Symbol table '(\S+)'", line)
             if m:
                 cur = tables.setdefault(m.group(1), [])
                 continue
             m = self._SYM.match(line)
             if m and cur is not None and int(m.group(1), 16):
-                cur.append((int(m.group(1), 16), int(m.group(2)), m.group(3).split('@')[0]))
+                cur.append((int(m.group(1), 16), int(m.group(2)), m.group(4).split('@')[0],
+                            secs.get(int(m.group(3)), 0)))
         syms = sorted(tables.get('.symtab') or tables.get('.dynsym') or [])
-        self.starts = [a for a, _, _ in syms]
+        self.starts = [a for a, _, _, _ in syms]
         self.syms = syms
 
     @classmethod
@@ -193,7 +201,7 @@ class FuncSymbols:
 
     def zero_size(self, vaddr):
         i = bisect.bisect_right(self.starts, vaddr) - 1
-        if i < 0 or self.syms[i][1] != 0:
+        if i < 0 or self.syms[i][1] != 0 or vaddr >= self.syms[i][3]:
             return None
         return self.syms[i][2]
 
