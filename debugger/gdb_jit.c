@@ -8,13 +8,15 @@
  * first about every frame, frame 0 and signal trampolines included; only
  * GDB's dummy-frame, tail-call, inline and Python unwinders come before it.
  * We claim a frame only when the .sframe section of its module covers its
- * pc; anything else (libc's frames, which have .eh_frame, the signal
- * trampoline) gets GDB_FAIL and GDB's own unwinders keep it with their full
- * register state. For a claimed frame we give GDB the caller's pc, sp and
- * frame pointer, the three registers SFrame describes; every other register
- * is left unset, which GDB shows as <not saved>. (GDB 13 copies a value given
- * to reg_set whatever its `defined` field says, so "unknown" is expressed by
- * not setting the register at all.) No JIT symbols are read: `read` fails.
+ * pc and its .eh_frame does not; anything else (libc's frames, which have
+ * .eh_frame, a program built with both tables, the signal trampoline) gets
+ * GDB_FAIL and GDB's own unwinders keep it with their full register state
+ * (and the tail-call frames GDB makes from DWARF). For a claimed frame we
+ * give GDB the caller's pc, sp and frame pointer, the three registers SFrame
+ * describes; every other register is left unset, which GDB shows as <not
+ * saved>. (GDB 13 copies a value given to reg_set whatever its `defined`
+ * field says, so "unknown" is expressed by not setting the register at all.)
+ * No JIT symbols are read: `read` fails.
  *
  * Precise pc or return address. The callbacks do not say which frame level
  * GDB unwinds, but the row to use depends on it: the innermost frame of a
@@ -65,6 +67,7 @@
 
 #include "gdb_jit_internal.h"
 #include "sfunwind/addrspace.h"
+#include "sfunwind/module.h"
 #include "sfunwind/sframe.h"
 #include "sfunwind/unwind.h"
 
@@ -197,8 +200,14 @@ static void read_as(const struct reader *r, const struct sfu_addrspace *as,
 
 	memset(out, 0, sizeof(*out));
 	out->precise = precise;
-	if (sfu_unwind_lookup(as, precise ? f->regs.pc : f->regs.pc - 1, &out->lookup))
+	if (sfu_unwind_lookup(as, precise ? f->regs.pc : f->regs.pc - 1, &out->lookup)) {
+		/* no table, but the entry routine (_start): the outermost frame */
+		if (out->lookup.func_start) {
+			out->stepped = true;
+			out->stop = SFU_STOP_OUTERMOST;
+		}
 		return;
+	}
 	row = out->lookup.row;
 	if (out->lookup.source != SFU_SRC_SFRAME && !(row->flags & SFU_ROW_SIGNAL_FRAME))
 		return;
@@ -277,6 +286,26 @@ static bool caller_fp_known(const struct frame_regs *f, const struct reading *rd
 	       !(rd->precise && rd->step.regs.sp + (int64_t)row->fp.offset < f->regs.sp);
 }
 
+/*
+ * Whether the module's own .eh_frame has a row for the pc @rd looked up too:
+ * GDB's DWARF unwinder then takes the frame, as it does without us, with
+ * every register the CFI saves and the tail-call frames it makes from the
+ * DWARF call sites of the frames it unwinds.
+ */
+static bool eh_frame_covers(const struct reading *rd, const struct frame_regs *f)
+{
+	const struct sfu_mapping *m = rd->lookup.mapping;
+	const struct sfu_sframe *table;
+	const struct sfu_fde *fde;
+	const struct sfu_row *row;
+	uint64_t pc = rd->precise ? f->regs.pc : f->regs.pc - 1;
+
+	if (!m || !m->module)
+		return false;
+	table = sfu_module__eh_frame_table(m->module);
+	return table && !sfu_sframe__find(table, pc - m->bias, &fde, &row);
+}
+
 static enum gdb_status jit_unwind(struct gdb_reader_funcs *self, struct gdb_unwind_callbacks *cb)
 {
 	struct reader *r = self->priv_data;
@@ -297,10 +326,19 @@ static enum gdb_status jit_unwind(struct gdb_reader_funcs *self, struct gdb_unwi
 		r->interrupted.pc = rd.step.regs.pc;
 		r->interrupted.sp = rd.step.regs.sp;
 	}
-	if (rd.lookup.source != SFU_SRC_SFRAME)
+	if (rd.lookup.source != SFU_SRC_SFRAME &&
+	    !(rd.lookup.source == SFU_SRC_NONE && rd.stop == SFU_STOP_OUTERMOST))
+		return GDB_FAIL;
+	if (rd.lookup.source == SFU_SRC_SFRAME && eh_frame_covers(&rd, &f))
 		return GDB_FAIL;
 	if (rd.stop == SFU_STOP_OUTERMOST) {
-		/* the table says the chain ends here: claim the frame, leave the pc unset */
+		/*
+		 * The table says the chain ends here, or this is the entry
+		 * routine. A reader cannot give GDB its outer_frame_id; a caller
+		 * at pc 0 is one frame GDB shows and stops after ("zero PC").
+		 */
+		if (reg_set(cb, DWARF_PC, 0) || reg_set(cb, DWARF_SP, f.regs.sp))
+			return GDB_FAIL;
 		remember_id(r, &f, &rd);
 		return GDB_SUCCESS;
 	}

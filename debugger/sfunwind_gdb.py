@@ -303,6 +303,23 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         if self.debug:
             gdb.write('sframe-unwinder: %s\n' % msg, gdb.STDLOG)
 
+    # GDB's Python API cannot mark a frame the outermost one (GDB's own
+    # outer_frame_id is not reachable from it), and GDB stops silently
+    # after the entry function only by its symbol, which a stripped program
+    # does not have. So an outermost frame this unwinder takes has a caller
+    # at pc 0: GDB shows that one frame and stops after it ("zero PC":
+    # normal frames never return there), with no error. (A frame filter
+    # could hide it from `bt`, but GDB prints every frame through a filter
+    # differently: "in  ()" for "in ?? ()".)
+    def _outermost(self, pending, arch, level, pc, sp, func):
+        names = sfunwind.REGISTERS[arch]
+        info = pending.create_unwind_info(FrameId(sp, func or pc))
+        info.add_saved_register(names['pc'], self._value(pending, arch, names['pc'], 0))
+        info.add_saved_register(names['sp'], self._value(pending, arch, names['sp'], sp))
+        info.add_saved_register(names['fp'], self._value(pending, arch, names['fp'], 0))
+        self._log('level %d pc 0x%x: the outermost frame (function 0x%x)' % (level, pc, func))
+        return info
+
     def __call__(self, pending):
         if not self.enabled:
             return None
@@ -334,6 +351,9 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
         if lookup.path is None and self.process.retry_after_miss():
             space = self.process.space
             lookup = space.lookup(at)
+        if lookup.source == sfunwind.SRC_NONE and lookup.func_start:
+            # the entry routine of its module (_start), which no table covers
+            return self._outermost(pending, arch, level, pc, sp, lookup.func_start)
         if lookup.source != sfunwind.SRC_SFRAME:
             return None
         if space.eh_frame_covers(at):
@@ -351,6 +371,9 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):
             return inferior.read_memory(addr, size).tobytes()
 
         stop, step = space.step(pc, sp, fp, lr, precise, read)
+        if stop == sfunwind.STOP_OUTERMOST:
+            # the row says the return address is undefined, or it is 0
+            return self._outermost(pending, arch, level, pc, sp, lookup.func_start)
         if stop:
             self._log('level %d pc 0x%x: %s, left to GDB' % (level, pc, sfunwind.stop_name(stop)))
             return None
@@ -465,7 +488,10 @@ address) the row looked up is the one for pc - 1, as the unwinder does."""
         lines = lookup.describe()
         if note:
             lines.insert(1, '  ' + note)
-        if lookup.source == sfunwind.SRC_SFRAME:
+        if lookup.source == sfunwind.SRC_NONE and lookup.func_start:
+            who = ('the SFrame unwinder (libsfunwind): the outermost frame'
+                   if UNWINDER.enabled else 'GDB (the SFrame unwinder is off)')
+        elif lookup.source == sfunwind.SRC_SFRAME:
             if space.eh_frame_covers(at):
                 who = 'GDB (the module\'s .eh_frame covers it too)'
             else:

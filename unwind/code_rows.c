@@ -1226,3 +1226,38 @@ fail:
 	errno = -err;
 	return NULL;
 }
+
+/*
+ * How far the entry routine at @addr runs: through its first call (the
+ * call's return address is the routine's last frame address), or through
+ * the first jump, return or halt before any call. A process starts there,
+ * so no frame of the routine has a caller. Decodes at most @len bytes.
+ * @return 0 with *end set, or -ENOENT when the bytes do not decode to
+ * such a routine (an invalid instruction, or none of those within @len).
+ */
+int sfu_code__entry_end(enum sfu_arch arch, uint64_t addr, const uint8_t *code, size_t len,
+			uint64_t *end)
+{
+	struct walk w = { .arch = arch == SFU_ARCH_AARCH64 ? &arch_aarch64 : &arch_x86_64 };
+	const uint8_t *p = code;
+	uint64_t at = addr;
+	size_t left = len;
+	int err;
+
+	pthread_mutex_lock(&disasm_lock);
+	err = disasm_open(&w, NULL);
+	while (!err) {
+		if (!cs_disasm_iter(w.cs, &p, &left, &at, w.insn)) {
+			err = -ENOENT;
+			break;
+		}
+		if (has_group(w.insn, CS_GRP_CALL) || has_group(w.insn, CS_GRP_JUMP) ||
+		    has_group(w.insn, CS_GRP_RET) ||
+		    (arch != SFU_ARCH_AARCH64 && w.insn->id == X86_INS_HLT)) {
+			*end = at;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&disasm_lock);
+	return err;
+}

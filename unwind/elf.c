@@ -68,6 +68,8 @@ struct sfu_module {
 	struct sfu_sframe *sframe;
 	struct plt_range plt[PLT_RANGES_MAX];	/* .plt, .plt.sec, .iplt: stubs that keep the RA in LR */
 	size_t plt_count;
+	uint64_t entry_start;		/* the entry routine (sfu_module__entry()), or 0, 0 */
+	uint64_t entry_end;
 	enum sfu_sframe_origin sframe_origin;
 	char *sframe_error;
 	struct sym *syms;		/* by address, one per address */
@@ -397,6 +399,54 @@ static int read_plt(struct sfu_module *m, struct reader *r)
 		m->plt[m->plt_count++] = (struct plt_range){ shdr.sh_addr, shdr.sh_addr + shdr.sh_size };
 	}
 	return 0;
+}
+
+/*
+ * The entry routine's extent: e_entry's bytes from the executable PT_LOAD
+ * that holds them, decoded up to its first call. 64 bytes hold every
+ * libc's _start through that call (glibc's x86-64 _start calls at +0x1b,
+ * its AArch64 one at +0x2c, ld.so's x86-64 _start at +0x3).
+ */
+#define ENTRY_DECODE_MAX	64
+
+static void read_entry(struct sfu_module *m, struct reader *r)
+{
+	enum sfu_arch arch;
+	uint64_t off, len;
+	GElf_Phdr phdr;
+
+	if (r->ehdr.e_machine == EM_X86_64)
+		arch = SFU_ARCH_X86_64;
+	else if (r->ehdr.e_machine == EM_AARCH64)
+		arch = SFU_ARCH_AARCH64;
+	else
+		return;
+	if (!r->ehdr.e_entry)
+		return;
+	for (size_t i = 0; i < r->phnum; i++) {
+		if (!gelf_getphdr(r->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD ||
+		    !(phdr.p_flags & PF_X) || r->ehdr.e_entry < phdr.p_vaddr ||
+		    r->ehdr.e_entry - phdr.p_vaddr >= phdr.p_filesz)
+			continue;
+		off = phdr.p_offset + (r->ehdr.e_entry - phdr.p_vaddr);
+		len = phdr.p_filesz - (r->ehdr.e_entry - phdr.p_vaddr);
+		if (len > ENTRY_DECODE_MAX)
+			len = ENTRY_DECODE_MAX;
+		if (off < phdr.p_offset || !in_file(r, off, len))
+			return;
+		if (!sfu_code__entry_end(arch, r->ehdr.e_entry, r->image + off, len, &m->entry_end))
+			m->entry_start = r->ehdr.e_entry;
+		return;
+	}
+}
+
+bool sfu_module__entry(const struct sfu_module *m, uint64_t *start, uint64_t *end)
+{
+	if (!m->entry_start)
+		return false;
+	*start = m->entry_start;
+	*end = m->entry_end;
+	return true;
 }
 
 bool sfu_module__in_plt(const struct sfu_module *m, uint64_t vaddr)
@@ -852,6 +902,8 @@ struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags, stru
 	      (err = read_plt(m, &r)))) ||
 	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))))
 		goto out;
+	if (!(flags & SFU_MODULE_OPEN_NO_UNWIND))
+		read_entry(m, &r);
 	m->mem_fixed += sizeof(*m) + strlen(m->path) + 1 +
 			m->segment_count * sizeof(*m->segments);
 	err = 0;

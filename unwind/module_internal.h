@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "sfunwind/module.h"
+#include "sfunwind/unwind.h"
 
 /* Identity of a file: equal ids mean the same bytes, short of a clock skew. */
 struct sfu_file_id {
@@ -38,5 +39,18 @@ int sfu_build_id__cmp(const struct sfu_build_id *a, const struct sfu_build_id *b
  * .iplt). Stubs there touch neither the stack nor the link register.
  */
 bool sfu_module__in_plt(const struct sfu_module *m, uint64_t vaddr);
+
+/**
+ * sfu_module__entry() - the module's entry routine (e_entry, where a process
+ * or the dynamic loader starts), as [*start, *end) ELF addresses: through
+ * its first call, as sfu_code__entry_end() decodes it. No frame in it has a
+ * caller. @return false when the module has none (e_entry 0, outside an
+ * executable segment, or code that does not decode to such a routine).
+ */
+bool sfu_module__entry(const struct sfu_module *m, uint64_t *start, uint64_t *end);
+
+/* See code_rows.c. */
+int sfu_code__entry_end(enum sfu_arch arch, uint64_t addr, const uint8_t *code, size_t len,
+			uint64_t *end);
 
 #endif

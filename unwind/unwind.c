@@ -304,6 +304,15 @@ static const struct sfu_row aarch64_plt_row = {
 	.fp = { .kind = SFU_LOC_SAME, .reg = SFU_REG_FP },
 };
 
+/* Whether @pc lies in the entry routine of @m's module (sfu_module__entry()). */
+static bool in_entry(const struct sfu_mapping *m, uint64_t pc)
+{
+	uint64_t start, end;
+
+	return sfu_module__entry(m->module, &start, &end) && pc - m->bias >= start &&
+	       pc - m->bias < end;
+}
+
 static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 		const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
 		struct sfu_step *out, const struct sfu_mapping **last)
@@ -326,6 +335,9 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 		out->source = source;
 		return step_row(row, opts, regs, first, read, ctx, out);
 	}
+	/* where a process starts: crt1.o's _start has no .sframe, and a stripped program no .eh_frame */
+	if (m && m->module && in_entry(m, pc))
+		return SFU_STOP_OUTERMOST;
 	if (opts->no_fp_fallback)
 		return SFU_STOP_NO_INFO;
 	return step_fp(regs, read, ctx, out);
@@ -399,6 +411,13 @@ int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lo
 			out->row_start = out->func_start + row->start;
 		out->source = i == 0 ? SFU_SRC_SFRAME : SFU_SRC_EH_FRAME;
 		return 0;
+	}
+	if (sfu_module__entry(m->module, &out->func_start, &out->func_end) &&
+	    pc - m->bias >= out->func_start && pc - m->bias < out->func_end) {
+		out->func_start += m->bias;
+		out->func_end += m->bias;
+	} else {
+		out->func_start = out->func_end = 0;
 	}
 	return -ENOENT;
 }

@@ -69,7 +69,9 @@ struct sfu_frame {
 };
 
 enum sfu_stop {
-	SFU_STOP_OUTERMOST = 1,	/* the unwind info says the RA is undefined, or RA 0 */
+	SFU_STOP_OUTERMOST = 1,	/* the unwind info says the RA is undefined, or RA 0, or
+				   no table covers the pc and it is in its module's entry
+				   routine (e_entry through its first call: _start) */
 	SFU_STOP_NO_INFO,	/* no table covers the pc and frame pointers fail */
 	SFU_STOP_BAD_INFO,	/* the row cannot be used (unusable rule, RA in LR past frame 0) */
 	SFU_STOP_MEMORY,	/* reading the stack failed */
@@ -151,7 +153,8 @@ struct sfu_lookup {
 	const struct sfu_mapping *mapping;	/* the pc's mapping, or NULL */
 	const struct sfu_fde *fde;	/* the function's descriptor, or NULL */
 	const struct sfu_row *row;	/* the row for the pc, or NULL */
-	uint64_t func_start;	/* runtime address of the function (0 without an FDE) */
+	uint64_t func_start;	/* runtime address of the function (0 without an FDE, but
+				   see below) */
 	uint64_t func_end;	/* exclusive */
 	uint64_t row_start;	/* runtime address where the row starts to apply */
 	uint8_t source;		/* SFU_SRC_SFRAME, SFU_SRC_EH_FRAME, or SFU_SRC_NONE */
@@ -166,7 +169,8 @@ struct sfu_lookup {
  * to claim a frame; `info sframe` prints it.
  *
  * @return 0 with @out filled; -ENOENT when no table covers @pc (@out->mapping
- * still says which mapping, if any, holds it).
+ * still says which mapping, if any, holds it, and func_start and func_end the
+ * entry routine when @pc is in it: a frame there is the outermost one).
  */
 SFU_API int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lookup *out);
 

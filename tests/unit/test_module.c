@@ -397,6 +397,77 @@ static void test_crafted_basics(void **state)
 	fixture_fini(&f);
 }
 
+/*
+ * The entry routine (e_entry through its first call) of a module with no
+ * table for it: glibc's x86-64 _start, as crt1.o has it in a stripped program
+ * whose .eh_frame was removed. A frame there is the outermost one; the
+ * halt after the call, or a module with e_entry 0, is not.
+ */
+static void test_entry_routine(void **state)
+{
+	static const uint8_t start[] = {
+		0x31, 0xed,			/* xor %ebp,%ebp */
+		0x49, 0x89, 0xd1,		/* mov %rdx,%r9 */
+		0x5e,				/* pop %rsi */
+		0x48, 0x89, 0xe2,		/* mov %rsp,%rdx */
+		0x48, 0x83, 0xe4, 0xf0,		/* and $-16,%rsp */
+		0x50,				/* push %rax */
+		0x54,				/* push %rsp */
+		0x45, 0x31, 0xc0,		/* xor %r8d,%r8d */
+		0x31, 0xc9,			/* xor %ecx,%ecx */
+		0x48, 0x8d, 0x3d, 0, 0, 0, 0,	/* lea 0(%rip),%rdi */
+		0xff, 0x15, 0, 0, 0, 0,		/* call *0(%rip) */
+		0xf4,				/* hlt */
+	};
+	const uint64_t bias = 0x7f0000000000ull, entry = 0x1100, call_end = entry + 0x21;
+	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	uint8_t text[0x1000] = { 0 }, stack[64] = { 0 };
+	struct sfu_snapshot snap = { .base = 0x7ffd0000, .data = stack, .size = sizeof(stack) };
+	struct sfu_diag diag = { 0 };
+	struct sfu_lookup lookup;
+	struct sfu_step step;
+	struct fixture f;
+
+	memcpy(text + (entry - 0x1000), start, sizeof(start));
+	fixture_init(&f);
+	f.spec.secs[S_TEXT - 1].data = text;
+	for (int with_entry = 1; with_entry >= 0; with_entry--) {
+		struct sfu_regs ra = { .pc = bias + call_end, .sp = snap.base };
+		struct sfu_regs hlt = { .pc = bias + call_end, .sp = snap.base };
+		struct sfu_addrspace *as;
+		struct sfu_module *m;
+		size_t len;
+		uint8_t *image = build_elf(&f.spec, &len);
+
+		ehdr_of(image)->e_entry = with_entry ? entry : 0;
+		m = open_image(*state, image, len, &diag);
+		free(image);
+		if (!m)
+			fail_msg("crafted module does not open: %s", diag.reason);
+		as = sfu_addrspace__new(NULL, NULL);
+		assert_non_null(as);
+		assert_int_equal(sfu_addrspace__add(as, bias + 0x1000, bias + 0x2000, 0x1000,
+						    PROT_READ | PROT_EXEC, NULL, m), 0);
+		/* a return address into it, looked up at pc - 1: inside the call */
+		assert_int_equal(sfu_unwind_lookup(as, ra.pc - 1, &lookup), -ENOENT);
+		assert_int_equal(lookup.source, SFU_SRC_NONE);
+		assert_int_equal(lookup.func_start, with_entry ? bias + entry : 0);
+		assert_int_equal(lookup.func_end, with_entry ? bias + call_end : 0);
+		assert_int_equal(sfu_unwind_step(as, &opts, &ra, 0, sfu_snapshot_read, &snap, &step),
+				 with_entry ? SFU_STOP_OUTERMOST : SFU_STOP_NO_INFO);
+		/* its first instruction, precise */
+		ra.pc = bias + entry;
+		assert_int_equal(sfu_unwind_step(as, &opts, &ra, 1, sfu_snapshot_read, &snap, &step),
+				 with_entry ? SFU_STOP_OUTERMOST : SFU_STOP_NO_INFO);
+		/* the halt after the call is past it: frame pointers, which fail here */
+		assert_int_equal(sfu_unwind_step(as, &opts, &hlt, 1, sfu_snapshot_read, &snap, &step),
+				 SFU_STOP_NO_INFO);
+		sfu_addrspace__free(as);
+		sfu_module__put(m);
+	}
+	fixture_fini(&f);
+}
+
 static void test_crafted_symbolize(void **state)
 {
 	static const struct {
@@ -1933,6 +2004,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crafted_symbol_addr, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_crafted_build_id, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_crafted_sframe, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_entry_routine, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup_dir, teardown_dir),
 		cmocka_unit_test(test_map_vaddr),

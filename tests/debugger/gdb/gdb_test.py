@@ -540,6 +540,12 @@ def case_chain(args):
                                   plugin=True)
         stripped_native, _ = gdb_session(args, 'stripped-native', builds['st'].prog, runs,
                                          plugin=False)
+        # the oracle past main: GDB alone with the .eh_frame ends at _start (crt1.o's
+        # CFI says its return address is undefined)
+        past_main, _ = gdb_session(args, 'oracle-past-main', builds['eh'].prog,
+                                   [r for r in runs if r['name'] == 'leaf'],
+                                   plugin=False,
+                                   extra={'setup': ['set backtrace past-main on']})
 
     ck = Checker()
     for mode in modes:
@@ -555,12 +561,42 @@ def case_chain(args):
             check_bt_text(ck, 'stripped', stripped[mode])
             ck.check(differs(oracle[mode], stripped_native[mode]),
                      'stripped-native %s: without the plugin the chain is wrong' % mode)
+    if stripped:
+        check_past_entry(ck, 'stripped', past_main['leaf'], stripped['leaf'])
     check_precise(ck, plugin['signal'], plugin_log, names)
     check_steps(ck, 'plugin', oracle['step'], plugin['step'], names)
     check_steps(ck, 'native', oracle['step'], native['step'], names, negative=True)
     if stripped:
         check_steps(ck, 'stripped', oracle['step'], stripped['step'], names, stripped=True)
     ck.done()
+
+
+def check_past_entry(ck, label, past, got, zero_frame=True):
+    """Past main, the frames GDB alone finds with the .eh_frame, to the entry point
+    (_start), and nothing after them: at most the
+    one frame at pc 0 an unwinder plugin ends the chain with (GDB's Python and
+    JIT-reader APIs cannot say "outermost"), and no error."""
+    want, _ = threads_by_role(past)
+    sel, _ = threads_by_role(got)
+    first = next((i for i, f in enumerate(want) if f['name'] == 'main'), None)
+    ck.check(first is not None and want[-1]['name'] == '_start',
+             '%s %s: the oracle, past main, ends at the entry point: %s' % (
+                 label, past['name'], chain_text(want)))
+    if first is None:
+        return
+    want_pcs = [f['pc'] for f in want[first:]]
+    pcs = [f['pc'] for f in sel]
+    at = pcs.index(want_pcs[0]) if want_pcs[0] in pcs else len(pcs)
+    tail = pcs[at:]
+    extra = tail[len(want_pcs):]
+    stop = [t for t in got['threads'] if t['selected']][0]['stop_reason']
+    ok = tail[:len(want_pcs)] == want_pcs and extra in ([], [0] if zero_frame else [])
+    ck.check(ok, '%s %s: past main, the frames of the oracle past main (%s), then %s: got %s' % (
+        label, got['name'], ' '.join('%#x' % p for p in want_pcs),
+        'at most a frame at pc 0' if zero_frame else 'nothing',
+        ' '.join('%#x' % p for p in tail)))
+    ck.check(stop in ('no reason', 'outermost') and 'Backtrace stopped' not in got['bt'],
+             '%s %s: the chain ends without an error (%s)' % (label, got['name'], stop))
 
 
 def check_precise(ck, result, log_text, names):

@@ -430,6 +430,8 @@ def check_modes(args, case, files):
             bare_wrong.append(mode)
         log('%-7s plugin: %s; without it: %s' % (mode, err or 'chain ok, = oracle',
                                                    bare_err or 'chain ok'))
+    if strip:
+        errors += check_past_entry(args, files, jit['leaf'])
     if 'rbx            <not saved>' not in jit['leaf'] or \
             not re.search(r'^rip\s+0x[0-9a-f]+', jit['leaf'], re.M):
         errors.append('leaf: frame 4 should have rip but rbx <not saved>:\n' + jit['leaf'])
@@ -437,6 +439,35 @@ def check_modes(args, case, files):
     if 'leaf' not in bare_wrong or len(bare_wrong) < 3:
         errors.append('without the plugin gdb got the chains of all but %s right: the test '
                       'does not show the plugin is needed' % bare_wrong)
+    return errors
+
+
+def check_past_entry(args, files, jit_leaf):
+    """Stripped: past main, the plugin's frames are the ones plain gdb finds with
+    the .eh_frame and `set backtrace past-main on` (to _start, whose CFI says the
+    return address is undefined), then at most one frame at pc 0 (a JIT reader
+    cannot say "outermost"; GDB stops after a pc of 0), and no error."""
+    argv = MODES['leaf'][0]
+    lines = ['set backtrace past-main on', 'run ' + ' '.join(argv),
+             'bt %d' % MAX_FRAMES, 'frame apply %d -s -q p/x $pc' % MAX_FRAMES, 'kill']
+    oracle = parse_threads(gdb_blocks(args.gdb, files['eh'][0], [('past', lines)])['past'])[0]
+    got = parse_threads(jit_leaf.split('@@REGS')[0].split('@@MAPS')[0])[0]
+    ns = names(oracle)
+    if 'main' not in ns or ns[-1] != '_start':
+        return ['past main: the oracle does not end at _start: %s' % show([oracle])]
+    want = [pc for _, pc in oracle[ns.index('main'):]]
+    pcs = [pc for _, pc in got]
+    at = pcs.index(want[0]) if want[0] in pcs else len(pcs)
+    tail = pcs[at:]
+    log('past main: oracle %s; plugin %s' % (' '.join('%#x' % p for p in want),
+                                              ' '.join('%#x' % (p or 0) for p in tail)))
+    errors = []
+    if tail[:len(want)] != want or tail[len(want):] not in ([], [0]):
+        errors.append('past main: the plugin gives %s, the oracle %s then at most a frame at '
+                      'pc 0' % (' '.join('%#x' % (p or 0) for p in tail),
+                                ' '.join('%#x' % p for p in want)))
+    if 'Backtrace stopped' in jit_leaf:
+        errors.append('past main: the chain ends with an error:\n' + jit_leaf)
     return errors
 
 
