@@ -781,16 +781,19 @@ static void *run(void *arg)
 		p->st.spooled_bytes = p->disk;
 		if (p->deadline && mono_ns() >= p->deadline)
 			break;	/* what is left stays, for the next start */
-		if (p->nqueue) {
+		/*
+		 * One window converted, then whatever is due pushed: when converting
+		 * takes longer than a window lasts, the queue never empties, and
+		 * converting it all first would never push.
+		 */
+		if (p->nqueue)
 			take_window(p);
-			continue;
-		}
-		if (p->stopping && !p->nspool)
+		else if (p->stopping && !p->nspool)
 			break;
 		pthread_mutex_unlock(&p->lock);
 		next = push_due(p);
 		pthread_mutex_lock(&p->lock);
-		if (!next || p->nqueue)
+		if (!next || p->nqueue || (p->deadline && mono_ns() >= p->deadline))
 			continue;
 		if (p->stopping && next >= p->deadline)
 			break;
