@@ -14,9 +14,10 @@ agent_leaf <- agent_mid <- main.
               is its own service (exe label) with symbolized, complete chains;
               tenant and bearer token arrive as headers; --keep-count 3 leaves
               the newest three windows and no .tmp.
-  down        the receiver down for the first 8 s, then up, the agent stopped
-              by SIGTERM 5 s later: every window arrives, the last one (flushed at
-              SIGTERM) too, tiling time, and the agent says tries failed.
+  down        the receiver down until a try failed and payloads of 3 windows wait
+              in the spool, then up, the agent stopped by SIGTERM once they are
+              pushed: every window arrives, the last one (flushed at SIGTERM)
+              too, tiling time, and the agent says tries failed.
   spool       the receiver never up, --spool-size 64K: payloads are dropped
               oldest first and counted, the spool stays within its bound (disk blocks) and
               keeps the newest; a second run pushes what the first left.
@@ -33,9 +34,10 @@ agent_leaf <- agent_mid <- main.
               by build ID does).
   jit         CPython 3.12 -X perf with --no-symbolize: the JIT frames of its perf map are
               named in the payloads (py::jit_leaf <- ... <- py::jit_main), nothing else is.
-  flight      `record --flight-recorder 2`: SIGUSR2 writes the last 2 s of
-              samples and nothing older (a program that changes its leaf
-              function every second says which second a sample is from).
+  flight      `record --flight-recorder 2`: SIGUSR2, 3 s after the command's
+              exec, writes the last 2 s of samples and nothing older (a program
+              that changes its leaf function every second says which second a
+              sample is from).
 
 Each check is also run on a deliberately damaged input (a window left out, a
 payload left out, the other container's ID, an older second) and must fail.
@@ -91,6 +93,18 @@ def must_fail(what, fn, *args):
         log(f'ok: {what} is caught ({str(e)[:120]})')
         return
     raise Failure(f'the check cannot fail: {what} went unnoticed')
+
+
+def wait_for(what, cond, bound, proc=None):
+    """Until cond() holds, at most @bound seconds (the machine may be busy)."""
+    t0 = time.monotonic()
+    while not cond():
+        if proc is not None and proc.poll() is not None:
+            raise Failure(f'exited with {proc.returncode} before {what}')
+        if time.monotonic() - t0 > bound:
+            raise Failure(f'{what}: not within {bound} s')
+        time.sleep(0.1)
+    log(f'ok: {what} ({time.monotonic() - t0:.1f} s)')
 
 
 def free_port():
@@ -321,20 +335,33 @@ def case_windows(ctx):
 def case_down(ctx):
     work = ctx.build_work()
     rcv = Receiver(free_port(), ctx.path('received'))
-    ctx.spawn([work, '16'])
+    spool = ctx.path('spool')
+    ctx.spawn([work, '3600'])       # until the end (ctx.cleanup)
+    # its stderr in a file: a pipe not read while waiting could fill and stop it
+    errf = open(ctx.path('agent.err'), 'w+')
     a = ctx.spawn([ctx.sfprof, 'agent', '--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir',
-                   ctx.path('spool'), '--window', '1', '--max-backoff', '2',
-                   '--flush-timeout', '15'], stderr=subprocess.PIPE, text=True)
+                   spool, '--window', '1', '--max-backoff', '2',
+                   '--flush-timeout', '15'], stderr=errf)
     try:
-        # down long enough for tries of several windows to fail and back off
-        time.sleep(8)
+        # down long enough for a try to fail (the agent says so) and payloads of several
+        # windows to wait in the spool: how soon depends on the machine (polled, not timed)
+        held = lambda: spool_files(spool) if os.path.isdir(spool) else []
+        failed = lambda: 'payloads stay spooled and are tried again' in \
+            open(ctx.path('agent.err'), errors='replace').read()
+        wait_for('a try failed and payloads of 3 windows spooled while the receiver is down',
+                 lambda: failed() and len({n.split('-')[0] for n in held()}) >= 3, 60, a)
+        down = set(held())
         rcv.start()
-        time.sleep(5)
+        wait_for('the payloads spooled while down pushed', lambda: not down & set(held()),
+                 60, a)
         # SIGTERM: the window being recorded is flushed and pushed too
         a.send_signal(signal.SIGTERM)
-        _, err = a.communicate(timeout=60)
+        a.wait(timeout=60)
     finally:
         rcv.stop()
+        errf.seek(0)
+        err = errf.read()
+        errf.close()
     log(err)
     if a.returncode:
         raise Failure(f'sfprof agent exited with {a.returncode}')
@@ -611,12 +638,28 @@ def check_last(prof, t, secs, what):
         f'{(t - max(times)) / 1e9:.3f} s before SIGUSR2')
 
 
+def execd(pid, exe):
+    """Whether a child of process @pid runs @exe."""
+    kids = subprocess.run(['pgrep', '-P', str(pid)], stdout=subprocess.PIPE,
+                          text=True).stdout.split()
+    for kid in kids:
+        try:
+            if os.readlink(f'/proc/{kid}/exe') == os.path.realpath(exe):
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def case_flight(ctx):
     work = ctx.build_work()
     out = ctx.path('flight.data')
     rec = ctx.spawn([ctx.sfprof, 'record', '--flight-recorder', '2', '-F', '499', '-o', out,
                      '--', work, '6'], stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    # 3 s after the command's exec (sfprof's child execs it once recording runs), however
+    # long sfprof took to start: the recorder then holds 2 s
+    wait_for('the command runs', lambda: execd(rec.pid, work), 60, rec)
+    time.sleep(3)
     t = time.monotonic_ns()     # CLOCK_MONOTONIC, the samples' clock
     rec.send_signal(signal.SIGUSR2)
     _, err = rec.communicate(timeout=60)

@@ -33,7 +33,8 @@ WORKDIR: nothing of the user's cache is read or written.
             own; with 10 MiB to spare, none is evicted.
   short-lived  `record -a` while copies of a program, each with a build ID of
             its own (unique binaries), run about 50 ms and are deleted as soon
-            as they exit, one after another (from 2 s after it starts sampling): at least 98% of their samples with
+            as they exit, one after another (from 2 s after it starts sampling;
+            recording 7 s, 14 if they had fewer than 30 samples): at least 98% of their samples with
             frames in their own binary have all of those named (alpha_leaf <-
             alpha_mid <- main): each file was held open from its exec (the exec
             wakes the reader) and kept in the cache. Recorded with
@@ -457,22 +458,37 @@ def unwinding(pid):
         return False
 
 
+SHORT_LIVED_MIN = 30        # samples in the copies' own code, of some thousands
+
+
 def short_lived_round(ctx, name, opts, fails, want_named):
+    """Copies run one after another while `record -a --duration 7` runs; fewer than
+    SHORT_LIVED_MIN samples in them (a busy machine runs fewer in the time): the round
+    again, recording 14 s (the test's 120 s bound holds two rounds of each)."""
+    for secs in (7, 14):
+        if short_lived_try(ctx, name, opts, fails, want_named, secs, secs == 14):
+            return
+
+
+def short_lived_try(ctx, name, opts, fails, want_named, secs, last):
+    """One round recording @secs: False when it had too few samples and was not the
+    @last (nothing else failed; nothing added to @fails)."""
+    mine = []
     exe = ctx.compile('alpha', ctx.path('alpha'))
     with open(exe, 'rb') as f:
         image = bytearray(f.read())
     bid = bytes.fromhex(build_id(exe))
     at = image.find(bid)
-    expect(at > 0, fails, f'{exe}: its build ID is not in its bytes')
+    expect(at > 0, mine, f'{exe}: its build ID is not in its bytes')
     out, cache = ctx.path(f'{name}.data'), ctx.path(f'{name}-cache')
     runs = 0
-    rec = subprocess.Popen([ctx.sfprof, 'record', '-a', '-F', '999', '--duration', '7', *opts,
-                            '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    rec = subprocess.Popen([ctx.sfprof, 'record', '-a', '-F', '999', '--duration', str(secs),
+                            *opts, '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            text=True, errors='replace', env=ctx.env(cache))
     try:
         # once it samples (its unwinding threads start just before) and has had 2 s to
         # handle what happened since it loaded (see README, Missing), until it ends
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + secs + 23
         while rec.poll() is None and time.monotonic() < deadline and not unwinding(rec.pid):
             time.sleep(0.05)
         time.sleep(2)
@@ -491,21 +507,28 @@ def short_lived_round(ctx, name, opts, fails, want_named):
             rec.kill()
             rec.wait()
     log(err.rstrip('\n'))
-    expect(rec.returncode == 0, fails, f'{name}: record exited with {rec.returncode}')
+    expect(rec.returncode == 0, mine, f'{name}: record exited with {rec.returncode}')
     script = subprocess.run([ctx.sfprof, 'script', '-i', out], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors='replace',
                             env=ctx.env(cache), timeout=120)
-    expect(script.returncode == 0, fails, f'{name}: script exited with {script.returncode}')
+    expect(script.returncode == 0, mine, f'{name}: script exited with {script.returncode}')
     have, named = own_frames_named(script.stdout)
-    log(f'{name}: {runs} unique binaries run; {have} samples with frames in their own '
-        f'binary, {named} with all of those named')
-    expect(have >= 30, fails, f'{name}: only {have} samples in the short-lived binaries')
+    log(f'{name}: {runs} unique binaries run in {secs} s; {have} samples with frames in their '
+        f'own binary, {named} with all of those named')
+    if have < SHORT_LIVED_MIN and not mine and not last:
+        log(f'too few: {name}: only {have} samples in the short-lived binaries, need '
+            f'{SHORT_LIVED_MIN}: again, recording {2 * secs} s')
+        return False
+    expect(have >= SHORT_LIVED_MIN, mine, f'{name}: only {have} samples in the short-lived '
+           f'binaries in {secs} s of recording (at most 14), need {SHORT_LIVED_MIN}')
     if want_named:
-        expect(named >= 0.98 * have, fails, f'{name}: {named} of {have} samples of deleted '
+        expect(named >= 0.98 * have, mine, f'{name}: {named} of {have} samples of deleted '
                'short-lived binaries named, want 98%')
     else:
-        expect(named <= 0.05 * have, fails, f'{name}: {named} of {have} samples named with '
+        expect(named <= 0.05 * have, mine, f'{name}: {named} of {have} samples named with '
                'no copy kept: the test proves nothing')
+    fails += mine
+    return True
 
 
 def case_short_lived(ctx):

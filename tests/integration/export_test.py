@@ -70,9 +70,10 @@ def need(tool, why):
         sys.exit(SKIP)
 
 
-def record_chains(ctx, name, seconds='2', procs=1, exe=None):
-    """Record record_chains (@procs copies at once, under sh; named @exe if given): the
-    profile, its oracle reading, the program and its library."""
+def record_chains(ctx, name, seconds=2, procs=1, exe=None):
+    """Record record_chains for @seconds (times ctx.scale: longer when a run had too few
+    samples) (@procs copies at once, under sh; named @exe if given): the profile, its
+    oracle reading, the program and its library."""
     ctx.compile('libcallback.c', 'libcallback.so', shared=True)
     prog = ctx.compile('record_chains.c', 'record_chains',
                        libs=['-L', ctx.work, '-lcallback', '-Wl,-rpath,$ORIGIN'])
@@ -80,11 +81,12 @@ def record_chains(ctx, name, seconds='2', procs=1, exe=None):
         shutil.copy2(prog, ctx.path(exe))
         prog = ctx.path(exe)
     out = ctx.path(name)
+    seconds = ctx.secs(seconds)
     if procs == 1:
         cmd = [prog, seconds]
     else:
         cmd = ['sh', '-c', ' & '.join([f'{prog} {seconds}'] * procs) + '; wait']
-    p = ctx.record(['--', *cmd], out, timeout=60)
+    p = ctx.record(['--', *cmd], out, timeout=60 * ctx.scale)
     if p.returncode != 0:
         raise Failure(f'sfprof record exited with {p.returncode}')
     prof = ctx.load(out)
@@ -208,7 +210,8 @@ def check_collapsed(stacks, prof, syms, modules, known, comm):
             fails.append(f'  {n} more in the {side}: {";".join(stack)[:300]}')
     for leaf in HOT:
         n = sum(c for frames, c in stacks if user_part(frames)[-1:] == [leaf])
-        expect(n >= MIN_LEAF_SAMPLES, fails, f'{leaf}: {n} samples, want {MIN_LEAF_SAMPLES}')
+        expect(n >= MIN_LEAF_SAMPLES, fails,
+               rt.TooFewMsg(f'{leaf}: only {n} samples, need {MIN_LEAF_SAMPLES}'))
     return fails
 
 
@@ -347,7 +350,8 @@ def check_symbolized(out, err, prof, syms, modules, report, quiet=False):
     for leaf, (n, same) in leaves.items():
         if not quiet:
             log(f'markup: {leaf}: {same} of {n} samples named {leaf} by llvm-symbolizer')
-        expect(n >= MIN_LEAF_SAMPLES, fails, f'{leaf}: {n} samples, want {MIN_LEAF_SAMPLES}')
+        expect(n >= MIN_LEAF_SAMPLES, fails,
+               rt.TooFewMsg(f'{leaf}: only {n} samples, need {MIN_LEAF_SAMPLES}'))
         expect(same == n, fails, f'{leaf}: llvm-symbolizer names {n - same} of its {n} '
                f'samples otherwise')
     if wrong:
@@ -557,7 +561,7 @@ def check_pprof(flat, pct, total, selfs, nsamples, report):
                f'{name}: flat {flat[name]} in pprof, {selfs[name]} self in the collapsed stacks')
     for leaf in HOT:
         expect(selfs[leaf] >= MIN_LEAF_SAMPLES, fails,
-               rt.TooFewMsg(f'{leaf}: only {selfs[leaf]} samples'))
+               rt.TooFewMsg(f'{leaf}: only {selfs[leaf]} samples, need {MIN_LEAF_SAMPLES}'))
     if report is not None:
         mine = Counter()
         for (_, sym), share in report.items():
@@ -755,7 +759,7 @@ def case_svg(ctx):
 
 def case_cli(ctx):
     fails = []
-    data, prof, prog, lib = record_chains(ctx, 'cli.data', seconds='0.5')
+    data, prof, prog, lib = record_chains(ctx, 'cli.data', seconds=0.5)
 
     def sfprof(args, want_status, want_msg):
         p = subprocess.run([ctx.sfprof, 'export', *args], stdout=subprocess.PIPE,

@@ -4,10 +4,11 @@
 
 Issue #6's profiler view of tests/progs/libc_paths.c (compiled here with
 -O2 -fomit-frame-pointer -Wa,--gsframe; Debian's libc has neither .sframe
-nor frame pointers): `sfprof record -- libc_paths - MODE run` for a few
-seconds, the profile read back through `sfprof dump` by profile_oracle.py
-(readelf and nm), and in each mode's hot spot at least 99% of the samples
-must reach main through the expected frames:
+nor frame pointers): `sfprof record -- libc_paths - MODE run 3` for 3
+seconds (again for 6 and 12 if a hot spot had too few samples: a busy
+machine; record_test.case_main), the profile read back through `sfprof
+dump` by profile_oracle.py (readelf and nm), and in each mode's hot spot at
+least 99% of the samples must reach main through the expected frames:
 
   qsort   frame 0 in cmp_ints, the comparator: the program's frames are
           exactly cmp_ints sort_many work main, with libc's merge sort
@@ -105,7 +106,8 @@ def run_case(ctx, mode):
     prog = ctx.compile('libc_paths.c', 'libc_paths',
                        libs=[os.path.join(ctx.progs, 'snapshot.c')])
     out = ctx.path(f'{mode}.data')
-    p = ctx.record(['--', prog, '-', mode, 'run'], out, timeout=60)
+    # about 3 s, longer when a run had too few samples (record_test.case_main)
+    p = ctx.record(['--', prog, '-', mode, 'run', ctx.secs(3)], out, timeout=60 * ctx.scale)
     if p.returncode != 0:
         raise Failure(f'sfprof record exited with {p.returncode}')
     prof = ctx.load(out)

@@ -210,7 +210,8 @@ def check_snapshots(args, work):
         f'recorded frames ({100.0 * ok / max(checked, 1):.1f}%), {in_libc} with frame 0 in '
         f'libc, {through_libc} through libc, {vdso} in the vDSO (not checked)')
     if checked < SAMPLES // 2:
-        raise Failure(f'only {checked} samples checked')
+        raise Failure(f'only {checked} samples checked, need {SAMPLES // 2} (libc_paths takes '
+                      f'{SAMPLES}, a ms of CPU time apart, for 30 s of the clock at most)')
     if ok < MIN_PASS * checked:
         raise Failure(f'{len(failed)} samples failed: {" ".join(failed[:20])}')
     if args.case == 'memcpy' and in_libc < checked // 2:

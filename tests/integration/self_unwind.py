@@ -402,7 +402,10 @@ def check_samples(args, arch, work, written):
         log(f'FAIL: {len(failures)} of {checked} checked samples: {" ".join(failures[:20])}{more}')
         return 1
     if checked < MIN_CHECKED:
-        log(f'FAIL: only {checked} samples in the program and libchain.so, need {MIN_CHECKED}')
+        bound = '' if args.step else (f' (sampler.c takes {SAMPLES}, a ms of CPU time apart, '
+                                      f'for 20 s of the clock at most)')
+        log(f'FAIL: only {checked} samples in the program and libchain.so, need '
+            f'{MIN_CHECKED}{bound}')
         return 1
     log(f'PASS: {checked} of {checked} samples unwound to main')
     return 0

@@ -434,7 +434,7 @@ def case_export(ctx):
     import record_test as rt
     rt.check_preconditions()
     rctx = rt.Ctx(argparse.Namespace(sfprof=ctx.sfprof, progs=ctx.progs, workdir=ctx.work))
-    data, prof, prog, lib = et.record_chains(rctx, 'markup.data', seconds='1')
+    data, prof, prog, lib = et.record_chains(rctx, 'markup.data', seconds=1)
     markup = et.export(rctx, data, 'markup').decode()
     debug_dir = ctx.path('debug')
     for path in (prog, lib):

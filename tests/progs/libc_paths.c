@@ -32,10 +32,10 @@
  *
  * With "gdb" instead of a sample count, the mode runs a short while without
  * the timer and without writing anything, for tests/integration/libc_unwind.py
- * to stop it in gdb; with "run", for about RUN_SECONDS, for sfprof record
- * (tests/integration/libc_record.py).
+ * to stop it in gdb; with "run", for about SECONDS (RUN_SECONDS if not
+ * given), for sfprof record (tests/integration/libc_record.py).
  *
- * Usage: libc_paths OUTPUT-DIR qsort|memcpy|signal [SAMPLES | gdb | run]
+ * Usage: libc_paths OUTPUT-DIR qsort|memcpy|signal [SAMPLES | gdb | run [SECONDS]]
  */
 
 #define DEFAULT_SAMPLES 300
@@ -231,13 +231,14 @@ int main(int argc, char **argv)
 {
 	SFU_SNAP_FUNC();
 	int under_gdb = argc == 4 && !strcmp(argv[3], "gdb");
-	int run = argc == 4 && !strcmp(argv[3], "run");
+	int run = (argc == 4 || argc == 5) && !strcmp(argv[3], "run");
+	long run_seconds = argc == 5 ? atol(argv[4]) : RUN_SECONDS;
 	struct timespec start, now;
 	char tag[48];
 
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: %s OUTPUT-DIR qsort|memcpy|signal [SAMPLES | gdb | run]\n",
-			argv[0]);
+	if (argc < 3 || argc > 5 || (argc == 5 && !run) || run_seconds <= 0) {
+		fprintf(stderr, "usage: %s OUTPUT-DIR qsort|memcpy|signal "
+			"[SAMPLES | gdb | run [SECONDS]]\n", argv[0]);
 		return 2;
 	}
 	mode = argv[2];
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
 			if (work(5))
 				return 2;
 			clock_gettime(CLOCK_MONOTONIC, &now);
-		} while (now.tv_sec - start.tv_sec < RUN_SECONDS);
+		} while (now.tv_sec - start.tv_sec < run_seconds);
 		return 0;
 	}
 	snapping = 1;

@@ -282,6 +282,16 @@ def windows_in(d):
     return sorted(n for n in os.listdir(d) if n.startswith('window-') and n.endswith('.sfprof'))
 
 
+def has_threads(pid, names):
+    """Whether process @pid runs threads of all these @names."""
+    try:
+        comms = {open(f'/proc/{pid}/task/{t}/comm').read().strip()
+                 for t in os.listdir(f'/proc/{pid}/task')}
+    except OSError:
+        return False
+    return set(names) <= comms
+
+
 def case_outdir_kill(ctx):
     rcv = Receiver(ctx, 'ok')
     out, spool = ctx.path('out'), ctx.path('spool')
@@ -296,8 +306,13 @@ def case_outdir_kill(ctx):
              30, a)
     stop(a, signal.SIGKILL)
     rcv.pause(False, 'hang')
+    started = time.monotonic()
     b = ctx.agent(args + ['--flush-timeout', '10'], 'agent2')
-    time.sleep(2)
+    # stopped 2 s after its start, and not before it samples and pushes (how soon it starts
+    # depends on the machine): what it has not pushed by then it pushes as it stops
+    wait_for('the next start samples and pushes',
+             lambda: has_threads(b.pid, ('sfprof-unw0', 'sfprof-push')), 60, b)
+    time.sleep(max(0.0, started + 2 - time.monotonic()))
     rc, _ = stop(b)
     if rc != 0:
         raise Failure(f'exit {rc}')
