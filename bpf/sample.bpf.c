@@ -15,6 +15,13 @@ const volatile bool filter_tids = false;	/* only tids in `tids` (-t) */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
+/*
+ * The sampling window (CLOCK_MONOTONIC ns), set by the loader once every
+ * CPU is attached and again when recording stops: no sample is taken
+ * outside it, whenever the reader gets to detach the events.
+ */
+volatile __u64 window_start_ns = 0;
+volatile __u64 window_end_ns = ~0ull;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -105,16 +112,18 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	struct sample_hdr *h;
 	struct scratch *sc;
 	__u32 *sized;
-	__u64 kbytes = 0, len;
+	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	long n;
 
+	if (now < window_start_ns || now >= window_end_ns)
+		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc) {
 		count(COUNTER_NO_SCRATCH);
 		return 0;
 	}
 	h = &sc->h;
-	h->time_ns = bpf_ktime_get_ns();
+	h->time_ns = now;
 	h->pid = tgid;
 	h->tid = tid;
 	h->cpu = cpu;

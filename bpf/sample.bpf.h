@@ -98,12 +98,40 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 
 }
 
 /*
+ * Whether @task, a 64-bit task whose user registers are @regs, is inside
+ * execve(2) or execveat(2): the system call it is in (orig_ax, syscallno;
+ * -1 outside one). A 32-bit task's calls have other numbers: never said.
+ */
+static __always_inline bool in_execve(struct task_struct *task, struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 nr = regs->orig_ax;
+
+	if (task->thread_info.status & 0x0002)	/* TS_COMPAT: an ia32 system call */
+		return false;
+	/*
+	 * An exception keeps its error code in orig_ax; a system call's ax is
+	 * -ENOSYS from its entry until it returns (execve sets no other).
+	 */
+	return (nr == 59 || nr == 322) && regs->ax == (__u64)-38;
+#elif defined(__TARGET_ARCH_arm64)
+	int nr = regs->syscallno;
+
+	if (regs->pstate & 0x10)		/* PSR_MODE32_BIT: an AArch32 task */
+		return false;
+	return nr == 221 || nr == 281;
+#else
+#error "sfprof's sampler knows x86-64 and arm64"
+#endif
+}
+
+/*
  * The user registers of @task (the current task, with an mm) into @sc's
  * header, and @size bytes of its user stack after @kbytes of kernel stack.
- * @return the stack bytes copied (0: its first page could not be read).
+ * @return false when the stack's first page could not be read.
  */
-static __always_inline __u32 fill_user(struct scratch *sc, __u64 kbytes, struct task_struct *task,
-				       struct mm_struct *mm, __u32 size)
+static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct task_struct *task,
+				      struct mm_struct *mm, __u32 size)
 {
 	/* the registers the task had in user space, even when it is in a syscall now */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -117,6 +145,19 @@ static __always_inline __u32 fill_user(struct scratch *sc, __u64 kbytes, struct 
 #if defined(__TARGET_ARCH_arm64)
 	h->lr = regs->regs[30];
 #endif
+	if (in_execve(task, regs)) {
+		h->flags |= SAMPLE_F_EXECVE;
+		/*
+		 * A new address space has no code bounds until the ELF loader
+		 * sets them, right before it gives the thread the new
+		 * program's registers: till then the registers are the old
+		 * program's, and what is at their sp is not their stack.
+		 */
+		if (!mm->end_code) {
+			h->flags |= SAMPLE_F_EXEC_NEW_MM;
+			return true;
+		}
+	}
 	/*
 	 * On the stack the process started on, no frame lies above the sp the
 	 * kernel gave its entry point: what is past it is argv, the environment
@@ -126,7 +167,7 @@ static __always_inline __u32 fill_user(struct scratch *sc, __u64 kbytes, struct 
 	if (h->sp < start && start - h->sp + START_SLACK < size)
 		size = start - h->sp + START_SLACK;
 	h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
-	return h->ustack_len;
+	return h->ustack_len != 0;
 }
 
 #endif

@@ -27,6 +27,14 @@
 #define SAMPLE_F_IN_KERNEL	0x2	/* the sample interrupted kernel code */
 #define SAMPLE_F_KTHREAD	0x4	/* a kernel thread: no user stack */
 #define SAMPLE_F_OFF_CPU	0x8	/* taken when the thread blocked (offcpu.bpf.c) */
+/* the thread (a 64-bit one) is inside execve(2) or execveat(2) */
+#define SAMPLE_F_EXECVE		0x10
+/*
+ * ... past the point where the new program's address space replaced the
+ * old one: pc, sp, fp, lr are still the old program's, whose memory is
+ * gone. No user stack is copied.
+ */
+#define SAMPLE_F_EXEC_NEW_MM	0x20
 
 #ifndef MAX_EVENTS
 #define MAX_EVENTS		64	/* events of one recording (-e, --off-cpu) */

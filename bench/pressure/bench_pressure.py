@@ -40,6 +40,15 @@ from /proc, from wait4's rusage, or from bpftool:
               complete share.
   churn       the saturation load at 999 Hz for --churn-minutes, sfprof's RSS
               every --rss-interval seconds as it goes: whether it stays flat.
+  ring        `record -a` for --ring-seconds at each of --ring-rates, (i) quiet,
+              (ii) beside one pressure_deep of one thread per CPU started in
+              sfprof's own scheduling group (no session of their own: with
+              sched_autogroup_enabled a session is weighed as one group, and a
+              load in another session is not competing with sfprof's threads one
+              for one; --ring-groups own puts each in its own): samples, lost
+              with the ring full and past the unwinders' queue bound, complete
+              share, the longest a sample waited, what sfprof says it sampled
+              and spent finishing, and how its reader was scheduled.
 
 Prints figures only; it fails only when a run does not work (a profiler
 exits non-zero or prints no summary). Every process it starts runs in its own
@@ -101,6 +110,14 @@ FIGURES = {
     'copy_bps': r'user stack copies: (\d+) bytes/sample',
     'cut': r', (\d+) stacks cut by the copy\'s end',
     'sizes_set': r'sfprof record: (\d+) per-thread copy sizes set',
+    'lost_unwind': r', (\d+) past the unwinders\' queue bound',
+    'wait_ms': r'the longest a sample waited to be unwound ([\d.]+) ms',
+    'sampled': r'sfprof record: sampled ([\d.]+) s',
+    'finish': r'; finished in ([\d.]+) s',
+    'started': r'; started ([\d.]+) s before',
+    'reader': r'sfprof record: the reader ran at (real-time|normal) priority',
+    'reader_cpu': r'the reader ran at real-time priority .*?: ([\d.]+) s of CPU',
+    'reader_over': r'its budget used up in (\d+ of \d+) windows',
 }
 
 
@@ -122,9 +139,15 @@ class Procs:
     def __init__(self):
         self.live = []
 
-    def start(self, argv, stop_signal=signal.SIGTERM, **kw):
+    def start(self, argv, stop_signal=signal.SIGTERM, session=True, **kw):
+        """@session: a session of its own (its own autogroup where the kernel groups by
+        session, as sched_autogroup_enabled does), else only a process group of its own."""
         kw.setdefault('stdin', subprocess.DEVNULL)
-        p = subprocess.Popen(argv, start_new_session=True, **kw)
+        if session:
+            kw['start_new_session'] = True
+        else:
+            kw['process_group'] = 0
+        p = subprocess.Popen(argv, **kw)
         p.stop_signal = stop_signal
         self.live.append(p)
         return p
@@ -265,7 +288,7 @@ class Bench:
     # one sfprof recording
 
     def record(self, hz, duration=None, extra=(), command=None, every=None, on_rss=None,
-               window=None):
+               window=None, session=True):
         """Run `sfprof record` once and return its figures.
 
         @duration: --duration SECS (None: until @command exits, or @window stops it).
@@ -293,7 +316,8 @@ class Bench:
         # bounded: the run's own length plus start and stop, then SIGINT, then SIGKILL
         limit = (duration if duration is not None else self.a.command_timeout) + 60
         t0 = time.monotonic()
-        p = PROCS.start(argv, stop_signal=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=log)
+        p = PROCS.start(argv, stop_signal=signal.SIGINT, session=session,
+                        stdout=subprocess.DEVNULL, stderr=log)
         hwm = 0  # the highest VmHWM and VmRSS read while it ran
         next_rss = t0 + every if every else None
         extra_figures = {}
@@ -337,7 +361,8 @@ class Bench:
         for k, rx in FIGURES.items():
             m = re.search(rx, text)
             if m:
-                r[k] = float(m.group(1)) if '.' in m.group(1) else int(m.group(1))
+                v = m.group(1)
+                r[k] = float(v) if re.fullmatch(r'\d+\.\d*', v) else int(v) if v.isdigit() else v
         if interrupted is not None:
             raise Failed(f'{" ".join(argv)}: still running {limit:.0f} s after its start\n{text}')
         if code or r['samples'] is None:
@@ -607,6 +632,68 @@ class Bench:
         say('   CPU %: sfprof\'s user + system time over its wall time, of one CPU)')
         say()
 
+    def ring(self):
+        """What the ring and its reader sustain per rate, on a quiet machine and a full one."""
+        a = self.a
+        shared = a.ring_groups == 'shared'
+        say(f'== ring: record -a for {a.ring_seconds:g} s per rate; (i) quiet: nothing started '
+            f'beside it; (ii) full: {NCPU} programs')
+        say(f'   200 frames deep of one thread each (every CPU busy), '
+            + ('in sfprof\'s scheduling group (one session: their threads and sfprof\'s '
+               'compete one for one)' if shared else
+               'each in a session (an autogroup) of its own, as sfprof') + '; '
+            f'perf_event_max_sample_rate {self.rate.saved}')
+        say(f'{"load":<6} {"Hz":>6} {"samples":>8} {"Hz/CPU":>7} {"lost ring":>9} {"unwind":>7} '
+            f'{"lost %":>7} {"complete":>9} {"wait ms":>8} {"CPU %":>6} {"start":>6} {"sampled":>8} '
+            f'{"finish":>7} {"wall-dur":>9} {"loadavg":>7}  reader')
+        rows = []
+        for load in a.ring_loads:
+            for hz in a.ring_rates:
+                if hz > int(self.rate.read()):
+                    say(f'{load:<6} {hz:>6}  (above kernel.perf_event_max_sample_rate '
+                        f'{self.rate.read()}: perf_event_open refuses it)')
+                    continue
+                deep = []
+                try:
+                    if load == 'full':
+                        deep = [PROCS.start([a.deep, str(a.ring_seconds + 30), '1'],
+                                            session=not shared) for _ in range(NCPU)]
+                        time.sleep(0.5)
+                    with open('/proc/loadavg') as f:
+                        lavg = float(f.read().split()[0])
+                    r = self.record(hz, a.ring_seconds, session=not shared)
+                finally:
+                    for d in deep:
+                        PROCS.stop(d)
+                lost = sum(r[k] or 0 for k in ('lost_ring', 'lost_queue', 'lost_unwind'))
+                taken = r['samples'] + lost
+                span = r['sampled'] or r['span'] or a.ring_seconds
+                rows.append((load, hz, r))
+                say(f'{load:<6} {hz:>6} {r["samples"]:>8} {r["samples"] / NCPU / span:>7.0f} '
+                    f'{fmt(r["lost_ring"]):>9} {fmt(r["lost_unwind"]):>7} '
+                    f'{100 * lost / max(taken, 1):>6.1f}% {fmt(r["complete"], ".1f"):>8}% '
+                    f'{fmt(r["wait_ms"], ".1f"):>8} {100 * r["cpu"] / r["wall"]:>6.1f} '
+                    f'{fmt(r["started"], ".2f"):>6} {fmt(r["sampled"], ".3f"):>8} '
+                    f'{fmt(r["finish"], ".2f"):>7} '
+                    f'{(r["wall"] - a.ring_seconds) * 1000:>6.0f} ms {lavg:>7.2f}  '
+                    + (f'RT, {r["reader_cpu"]:.2f} s CPU, over budget in {r["reader_over"]}'
+                       if r['reader'] == 'real-time' else fmt(r['reader'])))
+        say('  (samples: in the file; Hz/CPU: samples per second and CPU sampled; lost ring: '
+            'the ring full, the reader behind;')
+        say('   unwind: past the unwinders\' queue bound; lost %: every sample lost, of those '
+            'taken and lost; complete: of the')
+        say('   samples with a user stack; wait ms: the longest a sample waited to be unwound; '
+            'CPU %: sfprof\'s user + system')
+        say('   time over its wall time; start, sampled, finish: what sfprof says it took to '
+            'start, sampled and spent')
+        say('   after (seconds); wall-dur: its wall time minus --duration; loadavg: the 1-minute '
+            'load average before the run:')
+        say('   other tenants of the machine;')
+        say('   reader: RT when it ran at real-time priority, its CPU so and the 100 ms windows '
+            'in which it used its budget up)')
+        say()
+        return rows
+
     def churn_part(self):
         a = self.a
         seconds = a.churn_minutes * 60
@@ -654,7 +741,7 @@ class Bench:
         try:
             for part in a.parts:
                 {'saturation': self.saturation, 'deep': self.deep_part, 'cost': self.cost,
-                 'memory': self.memory, 'churn': self.churn_part}[part]()
+                 'memory': self.memory, 'churn': self.churn_part, 'ring': self.ring}[part]()
         finally:
             self.lowered += self.rate.restore()
             if self.lowered:
@@ -667,7 +754,7 @@ class Bench:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn')
+PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn', 'ring')
 
 
 def positive(v):
@@ -696,6 +783,15 @@ def main():
     ap.add_argument('--cc-nest', type=int, default=24, help='their block nesting (default 24)')
     ap.add_argument('--cc-expr', type=int, default=24,
                     help='their expression nesting (default 24)')
+    ap.add_argument('--ring-seconds', type=positive, default=5,
+                    help='each run of ring (default 5)')
+    ap.add_argument('--ring-rates', default='999,4999,10000,20000',
+                    help='the rates of ring, comma-separated (default 999,4999,10000,20000)')
+    ap.add_argument('--ring-loads', default='quiet,full',
+                    help='the loads of ring: quiet, full or both (default quiet,full)')
+    ap.add_argument('--ring-groups', choices=('shared', 'own'), default='shared',
+                    help='ring\'s deep programs in sfprof\'s scheduling group (shared, the '
+                    'default) or each in a session of its own')
     ap.add_argument('--no-perf', action='store_true', help='no perf run in deep')
     ap.add_argument('--perf-script', action='store_true',
                     help='also perf\'s share of complete stacks (slow: perf script unwinds)')
@@ -708,6 +804,11 @@ def main():
         if p not in PARTS:
             ap.error(f'no part {p!r} (of {",".join(PARTS)})')
     a.shorts = a.shorts.split(',')
+    a.ring_rates = [int(x) for x in a.ring_rates.split(',') if x]
+    a.ring_loads = [x for x in a.ring_loads.split(',') if x]
+    for x in a.ring_loads:
+        if x not in ('quiet', 'full'):
+            ap.error(f'--ring-loads: no load {x!r} (quiet, full)')
     for path in [a.sfprof, a.deep, *a.shorts]:
         if not os.access(path, os.X_OK):
             ap.error(f'{path}: not an executable')

@@ -35,6 +35,13 @@ import re
 import subprocess
 
 
+# docs/FORMAT.md, sample flags: bit 0, a sample taken inside execve with the registers of the
+# program it replaced, has no user stack; readers show this one frame, in this module, instead.
+SAMPLE_F_EXEC_OLD_IMAGE = 0x1
+EXEC_OLD_IMAGE = '[execve: old image]'
+EXEC_OLD_IMAGE_DSO = '[execve]'
+
+
 class OracleError(Exception):
     """The dump does not parse, or a record breaks the format's rules."""
 
@@ -71,7 +78,8 @@ class Mapping:
 
 
 class Stack:
-    """A decoded stack: entries are ('pc'|'ra'|'async', addr) or ('omit', count)."""
+    """A decoded stack: entries are ('pc'|'ra'|'async', addr) or ('omit', count); the user
+    stack of a sample with SAMPLE_F_EXEC_OLD_IMAGE is [('old-image', 0)], ending None."""
 
     def __init__(self, sid, space, entries, ending):
         self.id, self.space, self.entries = sid, space, entries
@@ -100,9 +108,10 @@ class Event:
 
 class Sample:
     def __init__(self, time, pid, tid, cpu, weight, ustack, kstack, process, nmaps, comm,
-                 line, event=0):
+                 line, event=0, flags=0):
         self.time, self.pid, self.tid, self.cpu, self.weight = time, pid, tid, cpu, weight
         self.event = event          # the id of its event record; 0: the header's cpu-clock
+        self.flags = flags          # the record's sample flags (SAMPLE_F_*)
         self.ustack, self.kstack = ustack, kstack   # Stack or None
         self.process = process      # the Process image current at this sample, or None
         self.nmaps = nmaps          # how many of its mappings were written before the sample
@@ -112,6 +121,11 @@ class Sample:
     @property
     def mappings(self):
         return self.process.mappings[:self.nmaps] if self.process else []
+
+    @property
+    def old_image(self):
+        """Taken in execve with the replaced program's registers: [execve: old image]."""
+        return bool(self.flags & SAMPLE_F_EXEC_OLD_IMAGE)
 
 
 class Profile:
@@ -147,7 +161,7 @@ _MAPPING = re.compile(r'^mapping pid (\d+) 0x([0-9a-f]+)-0x([0-9a-f]+) offset 0x
                       r'([r-][w-][x-]) module (\d+)$')
 _STACK = re.compile(r'^stack (\d+) (user|kernel)((?: \S+)*)$')
 _SAMPLE = re.compile(r'^sample (\d+)\.(\d{9}) pid (\d+) tid (\d+) cpu (\d+) weight (\d+) '
-                     r'ustack (\d+) kstack (\d+)(?: event (\d+))?$')
+                     r'ustack (\d+) kstack (\d+)(?: event (\d+))?(?: flags (0x[0-9a-f]+))?$')
 _EVENT = re.compile(r'^event (\d+) type (\d+) config (\d+) period (\d+) freq (\d+) '
                     r'flags (0|0x[0-9a-f]+) name "(.*)"$')
 _LOST = re.compile(r'^lost (\d+)\.(\d{9}) cpu (\d+) count (\d+)$')
@@ -205,6 +219,7 @@ def parse_dump(text):
         if m:
             pid, tid, cpu, weight, us, ks = (int(x) for x in m.groups()[2:8])
             event = int(m.group(9) or 0)
+            flags = int(m.group(10) or '0', 16)
             if event and event not in prof.events:
                 raise OracleError(f'line {n}: sample names event {event} before its record')
             stacks = []
@@ -212,6 +227,9 @@ def parse_dump(text):
                 if sid and sid not in prof.stacks:
                     raise OracleError(f'line {n}: sample uses stack {sid} before its record')
                 stacks.append(prof.stacks[sid] if sid else None)
+            if flags & SAMPLE_F_EXEC_OLD_IMAGE:
+                # the format's rule: no user stack (one given is ignored), one frame instead
+                stacks[0] = Stack(0, 'user', [('old-image', 0)], None)
             if stacks[0] and stacks[0].space != 'user':
                 raise OracleError(f'line {n}: ustack {us} is a kernel stack')
             if stacks[1] and stacks[1].space != 'kernel':
@@ -220,7 +238,7 @@ def parse_dump(text):
             prof.samples.append(Sample(_ns(m.group(1), m.group(2)), pid, tid, cpu, weight,
                                        stacks[0], stacks[1], proc,
                                        len(proc.mappings) if proc else 0, comms.get(tid), n,
-                                       event))
+                                       event, flags))
             continue
         m = _EVENT.match(line)
         if m:
@@ -367,14 +385,17 @@ def _run(cmd):
 class Frame:
     """One user frame, named by the oracle."""
 
-    def __init__(self, kind, addr, mapping=None, vaddr=None, symbol=None):
+    def __init__(self, kind, addr, mapping=None, vaddr=None, symbol=None, module=None):
         self.kind, self.addr, self.mapping = kind, addr, mapping
         self.vaddr, self.symbol = vaddr, symbol
+        self._module = module       # a frame no mapping holds that has a module: [execve]
 
     @property
     def module(self):
         """The module's path, or None outside every mapping (or a mapping without one)."""
-        return self.mapping.module.path if self.mapping and self.mapping.module else None
+        if self.mapping and self.mapping.module:
+            return self.mapping.module.path
+        return self._module
 
     def __repr__(self):
         where = self.symbol or (f'{os.path.basename(self.module)}+{self.vaddr:#x}'
@@ -423,6 +444,8 @@ class Symbolizer:
         """[Frame] of the sample's user stack, innermost first, omits left out; [] if none."""
         if not sample.ustack:
             return []
+        if sample.old_image:
+            return [Frame('old-image', 0, symbol=EXEC_OLD_IMAGE, module=EXEC_OLD_IMAGE_DSO)]
         maps = sample.mappings
         return [self.frame(maps, k, v) for k, v in sample.ustack.entries if k != 'omit']
 

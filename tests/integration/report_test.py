@@ -303,6 +303,9 @@ _SCRIPT_EVENT = re.compile(r'^(\S.*?) +(\d+)/(\d+) +\[(\d{3,})\] +(\d+)\.(\d{6})
                            r'cpu-clock: $')
 _SCRIPT_FRAME = re.compile(r'^\t {0,15}([0-9a-f]{1,16}) (.+)\+0x([0-9a-f]+) \((\S+)\)$')
 _SCRIPT_OMIT = re.compile(r'^\t {15}0 \[(\d+) frames omitted\] \(\[omitted\]\)$')
+# in place of the user stack of a sample taken inside execve (profile_oracle.EXEC_OLD_IMAGE)
+_SCRIPT_OLD_IMAGE = re.compile(r'^\t {15}0 \[execve: old image\] \(\[execve\]\)$')
+OLD_IMAGE_FRAME = (0, profile_oracle.EXEC_OLD_IMAGE, 0, profile_oracle.EXEC_OLD_IMAGE_DSO)
 
 
 class ScriptSample:
@@ -331,6 +334,9 @@ def parse_script(text):
         m = _SCRIPT_OMIT.match(line)
         if m:
             cur.frames.append(('omit', int(m.group(1))))
+            continue
+        if _SCRIPT_OLD_IMAGE.match(line):
+            cur.frames.append(OLD_IMAGE_FRAME)
             continue
         m = _SCRIPT_FRAME.match(line)
         if not m:
@@ -371,8 +377,15 @@ def check_script(ctx, ksyms, prof, samples, modules, what):
                 if got != ('omit', value):
                     mism[f'omit {value}: {got}'] += 1
                 continue
+            if kind == 'old-image':
+                if got != OLD_IMAGE_FRAME:
+                    mism[f'{got} for the frame of an old image'] += 1
+                continue
             if got[0] == 'omit':
                 mism['an omit line for a frame'] += 1
+                continue
+            if got == OLD_IMAGE_FRAME:
+                mism['the frame of an old image for a frame'] += 1
                 continue
             addr, sym, off, mod = got
             if space == 'k':

@@ -666,6 +666,96 @@ static void test_kernel_jit_names(void **state)
 	free(path);
 }
 
+/* A sample of pid 100 with kernel stack @k, user stack @u (NULL: none), @flags. */
+static void exec_sample(struct gen *g, const uint64_t *k, const uint64_t *u, bool u_trunc,
+			uint32_t flags)
+{
+	uint8_t kcbf[SFU_CBF_BOUND(2)], ucbf[SFU_CBF_BOUND(2)];
+	struct profile_sample smp = { .pid = 100, .tid = 100, .weight = 1, .flags = flags };
+	struct sfu_cbf_enc enc;
+
+	smp.time_ns = g->time += 1000;
+	assert_int_equal(sfu_cbf_enc__init(&enc, 64, kcbf, sizeof(kcbf)), 0);
+	assert_int_equal(sfu_cbf_encode_stack(&enc, k, 2, 0, false), 0);
+	smp.kstack = kcbf;
+	smp.kstack_len = sfu_cbf_enc__len(&enc);
+	if (u) {
+		assert_int_equal(sfu_cbf_enc__init(&enc, 64, ucbf, sizeof(ucbf)), 0);
+		assert_int_equal(sfu_cbf_encode_stack(&enc, u, 2, 0, u_trunc), 0);
+		smp.ustack = ucbf;
+		smp.ustack_len = sfu_cbf_enc__len(&enc);
+	}
+	assert_int_equal(profile_writer__sample(g->w, &smp), 0);
+}
+
+/*
+ * A sample taken in execve with the registers of the program it replaced
+ * (PROFILE_SAMPLE_F_EXEC_OLD_IMAGE): its kernel frames, then the one marker
+ * frame, whatever user stack the record names; not truncated, not unknown,
+ * a stack of its own beside the same kernel stack without the flag.
+ */
+static void test_exec_old_image(void **state)
+{
+	char *path = path_join_or_fail(*state, "exec.data");
+	static const uint64_t k[2] = { 0xffffffff81000010, 0xffffffff81000120 };
+	static const uint64_t u[2] = { 0x10010, 0x10110 };
+	const struct session_stack *st[4];
+	const struct session_frame *f;
+	struct profile_reader *r;
+	struct profile_record rec;
+	struct profile_diag diag;
+	struct session *s;
+	uint32_t flags[4], n = 0;
+	struct gen g;
+
+	gen_open(&g, path);
+	gen_map(&g, 100, &(struct model_map){ 0x10000, 0x20000, 0, 5, 1 });
+	exec_sample(&g, k, u, false, 0);
+	exec_sample(&g, k, u, false, PROFILE_SAMPLE_F_EXEC_OLD_IMAGE);	/* a stack given: ignored */
+	exec_sample(&g, k, NULL, false, PROFILE_SAMPLE_F_EXEC_OLD_IMAGE);
+	exec_sample(&g, k, u, true, 0);
+	gen_close(&g);
+
+	/* the field read back where written; none where not (files from before it read alike) */
+	r = profile_reader__open(path, &diag);
+	if (!r)
+		fail_msg("%s", diag.reason);
+	while (profile_reader__next(r, &rec) > 0)
+		if (rec.type == PROFILE_REC_SAMPLE && n < 4)
+			flags[n++] = rec.sample.flags;
+	profile_reader__free(r);
+	assert_int_equal(n, 4);
+	assert_int_equal(flags[0], 0);
+	assert_int_equal(flags[1], PROFILE_SAMPLE_F_EXEC_OLD_IMAGE);
+	assert_int_equal(flags[2], PROFILE_SAMPLE_F_EXEC_OLD_IMAGE);
+	assert_int_equal(flags[3], 0);
+
+	s = open_session(path);
+	assert_int_equal(session__nsamples(s), 4);
+	for (size_t i = 0; i < 4; i++)
+		st[i] = session__stack(s, session__sample(s, i)->stack);
+	assert_int_equal(st[0]->count, 4);
+	assert_false(st[0]->truncated);
+	assert_ptr_equal(st[1], st[2]);
+	assert_ptr_not_equal(st[0], st[1]);
+	assert_int_equal(st[1]->kernel, 2);
+	assert_int_equal(st[1]->count, 3);
+	assert_false(st[1]->truncated);
+	f = session__frame(s, st[1]->frames[2]);
+	assert_true(f->old_image);
+	assert_false(f->kernel);
+	assert_int_equal(f->module, 0);
+	assert_int_equal(f->addr, 0);
+	assert_string_equal(f->sym, SESSION_EXEC_OLD_IMAGE);
+	assert_string_equal(f->dso, SESSION_EXEC_OLD_IMAGE_DSO);
+	for (uint32_t i = 0; i < st[0]->count; i++)
+		assert_false(session__frame(s, st[0]->frames[i])->old_image);
+	assert_true(st[3]->truncated);
+	assert_int_equal(session__totals(s)->truncated, 1);
+	session__free(s);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -686,6 +776,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_mappings, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_layout_frames, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_jit_names, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_exec_old_image, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

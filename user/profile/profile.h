@@ -83,11 +83,19 @@ struct profile_event {
 	const char *name;	/* as perf names it: cpu-clock, page-faults, sched:sched_switch */
 };
 
+/*
+ * profile_sample.flags: taken inside execve with the user registers of the
+ * program it was replacing, whose mappings or memory were gone: no user
+ * stack (a reader ignores one given); readers show one frame in its place.
+ */
+#define PROFILE_SAMPLE_F_EXEC_OLD_IMAGE	0x1
+
 struct profile_sample {
 	uint64_t time_ns;	/* CLOCK_MONOTONIC */
 	uint32_t pid, tid, cpu;
 	uint32_t weight;
 	uint32_t event;		/* id of its event record; 0: the header's default (cpu-clock) */
+	uint32_t flags;		/* PROFILE_SAMPLE_F_* */
 	/* writing: the CBF bytes (len 0 = none); reading: the interned stacks, NULL = none */
 	const uint8_t *ustack, *kstack;
 	size_t ustack_len, kstack_len;

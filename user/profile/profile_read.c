@@ -619,6 +619,8 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->sample.kstack_id = cur_u32(c);
 		if (c->p < c->end)
 			rec->sample.event = cur_u32(c);
+		if (c->p < c->end)
+			rec->sample.flags = cur_u32(c);
 		if (!c->bad) {
 			resolve(r, rec->sample.ustack_id, PROFILE_USER, &rec->sample.ustack,
 				&rec->sample.ustack_len);

@@ -671,9 +671,11 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	put_varint(&w->scratch, s->weight);
 	put_varint(&w->scratch, uid);
 	put_varint(&w->scratch, kid);
-	/* a field added at the end: files of the default event alone are as before */
-	if (s->event)
+	/* fields added at the end: files of the default event alone are as before */
+	if (s->event || s->flags)
 		put_varint(&w->scratch, s->event);
+	if (s->flags)
+		put_varint(&w->scratch, s->flags);
 	err = append(w, PROFILE_REC_SAMPLE);
 	if (err)
 		return err;

@@ -21,6 +21,7 @@
 #include "flight.h"
 #include "lost.h"
 #include "pipeline.h"
+#include "rt_budget.h"
 #include "sampler.h"
 #include "sizes.h"
 #include "util/text.h"
@@ -40,7 +41,7 @@ static const char usage[] =
 	"                     [-g] [--call-graph sframe|fp] [--stack-size BYTES]\n"
 	"                     [--max-memory SIZE] [--unwind-threads N] [--no-prepare]\n"
 	"                     [--no-buildid-cache] [--buildid-cache-size SIZE] [-o FILE]\n"
-	"                     [--flight-recorder SECS]\n"
+	"                     [--flight-recorder SECS] [--rt-budget PCT]\n"
 	"                     [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Sample user and kernel stacks on the cpu-clock event (or the events of -e),\n"
@@ -116,6 +117,12 @@ static const char usage[] =
 	"      --buildid-cache-size SIZE  what that cache may hold (default 2G, every\n"
 	"                         entry at its file size; the entries used longest ago\n"
 	"                         are evicted first)\n"
+	"      --rt-budget PCT    the thread that drains the sample ring, and each\n"
+	"                         unwinding thread while its queue is a quarter full,\n"
+	"                         run at real-time priority (SCHED_FIFO, over every\n"
+	"                         program of normal priority), each for at most PCT%\n"
+	"                         of one CPU in every 100 ms, at normal priority past\n"
+	"                         it (default 25; 0: never; needs CAP_SYS_NICE)\n"
 	"\n"
 	"With COMMAND, sfprof starts it and records it and its children until it exits;\n"
 	"with -a as well, the whole system for as long as it runs. Ctrl-C stops cleanly.\n"
@@ -184,6 +191,11 @@ struct record {
 	double flight_secs;		/* --flight-recorder */
 	struct flight *flight;
 	uint64_t flight_dumps;
+	unsigned rt_pct;		/* --rt-budget */
+	struct rt_budget *reader_rt;	/* the ring reader's, this thread's */
+	struct rt_budget *unwind_rt[PIPELINE_MAX_WORKERS];	/* each its unwinding thread's */
+	/* CLOCK_MONOTONIC: cmd_record() entered, sampling's window [t0, t_end) */
+	uint64_t entered, t0, t_end;
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -333,6 +345,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "no-buildid-cache", no_argument, NULL, 0x2000 },
 		{ "buildid-cache-size", required_argument, NULL, 0x2001 },
 		{ "flight-recorder", required_argument, NULL, 0x2002 },
+		{ "rt-budget", required_argument, NULL, 0x2003 },
 		{ "event", required_argument, NULL, 'e' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "tid", required_argument, NULL, 't' },
@@ -452,6 +465,15 @@ static int parse_args(struct record *r, int argc, char **argv)
 					"number of bytes, or with a K, M or G suffix)\n");
 				return 2;
 			}
+			break;
+		case 0x2003:
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > 100) {
+				fprintf(stderr, "sfprof record: --rt-budget takes a share of one "
+					"CPU from 0 to 100 (%%)\n");
+				return 2;
+			}
+			r->rt_pct = v;
 			break;
 		case 0x2002:
 			r->flight_secs = strtod(optarg, &end);
@@ -614,6 +636,22 @@ static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kst
 	pipeline__sample(r->pipeline, h, kstack, ustack);
 }
 
+/*
+ * From unwinding thread @worker: real-time priority while its queue backs
+ * up, within its budget. Its budget is its own: made and used by it alone,
+ * read once it has ended.
+ */
+static void on_backlog(void *ctx, unsigned worker, bool backlog)
+{
+	struct record *r = ctx;
+	struct rt_budget **rb = &r->unwind_rt[worker];
+
+	if (!*rb && (!backlog || !r->rt_pct ||
+		     !(*rb = rt_budget__new(r->rt_pct, RT_BUDGET_PRIO_UNWIND))))
+		return;
+	rt_budget__tick(*rb, backlog);
+}
+
 /* From an unwinding thread: a map update, safe from any thread. */
 static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
 {
@@ -726,6 +764,10 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		r->tty ? "\r\033[K" : "", secs, samples, wr->lost, st->user_stacks,
 		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
 		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
+	if (st->exec_old_image)
+		fprintf(stderr, "sfprof record: %" PRIu64 " samples inside execve had the registers of "
+			"the program it replaced, gone by then: no user stack, shown as "
+			"[execve: old image]\n", st->exec_old_image);
 	if (wr->unwritten)
 		fprintf(stderr, "sfprof record: %" PRIu64 " samples in %s, %" PRIu64 " not written: "
 			"%s\n", samples, r->output, wr->unwritten,
@@ -860,18 +902,20 @@ static int flight_dump(struct record *r, uint64_t now)
  */
 static int run(struct record *r, int *child_status)
 {
-	uint64_t start = now_ns(CLOCK_MONOTONIC), last_progress = start;
-	uint64_t deadline = r->duration ? start + (uint64_t)(r->duration * 1e9) : UINT64_MAX;
+	uint64_t last_progress = r->t0;
+	uint64_t deadline = r->duration ? r->t0 + (uint64_t)(r->duration * 1e9) : UINT64_MAX;
 	int err = 0;
 
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		/* wake at the deadline, not after it: a round hands over for 20 ms at most */
-		int timeout = deadline - now < 100000000ull ? (int)((deadline - now) / 1000000) : 100;
+		int timeout = deadline - now < 100000000ull ? (int)((deadline - now + 999999) / 1000000)
+							    : 100;
 
 		if (now >= deadline)
 			break;
 		err = sampler__poll(r->sampler, timeout);
+		rt_budget__tick(r->reader_rt, true);
 		pipeline__kick(r->pipeline);	/* the round's task events, at once */
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
@@ -928,7 +972,69 @@ static int run(struct record *r, int *child_status)
 			last_progress = now;
 		}
 	}
+	/* sampling ends now, or at the deadline the loop saw late: the BPF side stops at once */
+	r->t_end = now_ns(CLOCK_MONOTONIC);
+	if (r->t_end > deadline)
+		r->t_end = deadline;
+	sampler__set_window(r->sampler, r->t0, r->t_end);
 	return err;
+}
+
+/* When each step after the sampling window ended (CLOCK_MONOTONIC). */
+struct tail {
+	uint64_t drained;	/* the ring read to its end, the events detached */
+	uint64_t unwound;	/* the unwinding threads through their queues */
+	uint64_t written;	/* the file flushed and closed */
+};
+
+/*
+ * What the recording's time went to: its start, the window sampled (on the
+ * samples' own clock, CLOCK_MONOTONIC, as script prints them) and the
+ * finishing after it, each step of it. The last line: what it says is
+ * true of the whole command, up to its exit.
+ */
+static void timing(const struct record *r, const struct tail *t)
+{
+	struct rt_budget_stats rs, us, u;
+	struct pipeline_stats ps;
+	uint64_t now;
+
+	rt_budget__stats(r->reader_rt, &rs);
+	memset(&us, 0, sizeof(us));
+	for (unsigned i = 0; i < PIPELINE_MAX_WORKERS; i++) {
+		rt_budget__stats(r->unwind_rt[i], &u);
+		us.windows += u.windows;
+		us.over += u.over;
+		us.rt_ns += u.rt_ns;
+	}
+	if (!r->rt_pct)
+		fprintf(stderr, "sfprof record: the reader ran at normal priority (--rt-budget 0)\n");
+	else if (rs.refused)
+		fprintf(stderr, "sfprof record: the reader ran at normal priority: real-time "
+			"priority refused (%s%s)\n", strerror(-rs.err),
+			rs.err == -EPERM ? ": it needs CAP_SYS_NICE" : "");
+	else
+		fprintf(stderr, "sfprof record: the reader ran at real-time priority (SCHED_FIFO %d), "
+			"each thread for at most %u%% of one CPU per %.0f ms: %.3f s of CPU so, its "
+			"budget used up in %" PRIu64 " of %" PRIu64 " windows; the unwinding threads "
+			"%.3f s so in %" PRIu64 " windows while their queues backed up, used up in %"
+			PRIu64 "\n", RT_BUDGET_PRIO_READER, r->rt_pct, RT_BUDGET_WINDOW_NS / 1e6,
+			rs.rt_ns / 1e9, rs.over, rs.windows, us.rt_ns / 1e9, us.windows, us.over);
+	pipeline__stats(r->pipeline, &ps);
+	if (ps.joined_at < t->drained || ps.joined_at > t->unwound)
+		ps.joined_at = t->unwound;
+	now = now_ns(CLOCK_MONOTONIC);
+	fprintf(stderr, "sfprof record: sampled %.3f s, CLOCK_MONOTONIC %llu.%06llu to %llu.%06llu; "
+		"started %.3f s before; finished in %.3f s (the ring drained %.3f s, the unwinding "
+		"threads' backlog %.3f s, the kernel's JIT code named %.3f s, the file written "
+		"%.3f s, the build-ID cache %.3f s)\n",
+		(r->t_end - r->t0) / 1e9, (unsigned long long)(r->t0 / 1000000000ull),
+		(unsigned long long)(r->t0 / 1000 % 1000000),
+		(unsigned long long)(r->t_end / 1000000000ull),
+		(unsigned long long)(r->t_end / 1000 % 1000000), (r->t0 - r->entered) / 1e9,
+		(now - r->t_end) / 1e9, (t->drained - r->t_end) / 1e9,
+		(ps.joined_at - t->drained) / 1e9, (t->unwound - ps.joined_at) / 1e9,
+		(t->written - t->unwound) / 1e9, (now - t->written) / 1e9);
 }
 
 static int setup_targets(struct record *r)
@@ -951,8 +1057,9 @@ int cmd_record(int argc, char **argv)
 	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
 			    .stack_size = DEFAULT_STACK, .max_memory = DEFAULT_MAX_MEMORY,
 			    .buildid_cache_bytes = BUILDID_KEEPER_DEFAULT_BYTES,
-			    .off_cpu_min_ns = DEFAULT_OFF_CPU_MIN_NS,
-			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER };
+			    .off_cpu_min_ns = DEFAULT_OFF_CPU_MIN_NS, .rt_pct = RT_BUDGET_DEFAULT_PCT,
+			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER,
+			    .entered = now_ns(CLOCK_MONOTONIC) };
 	struct pipeline_opts popts;
 	struct sampler_cbs cbs = { on_sample, on_task_event };
 	struct sampler_opts sopts;
@@ -961,7 +1068,8 @@ int cmd_record(int argc, char **argv)
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
 	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t t0, stack_resets, protect_s;
+	uint64_t stack_resets, protect_s;
+	struct tail tail = { 0 };
 	struct written wr = { 0 };
 	struct sigaction old_hup;
 	long cpus;
@@ -1040,6 +1148,7 @@ int cmd_record(int argc, char **argv)
 	}
 	pipeline__set_warn(r.pipeline, on_warn, &r);
 	pipeline__set_resize(r.pipeline, on_resize, &r);
+	pipeline__set_backlog(r.pipeline, on_backlog, &r);
 	pipeline__set_wanted(r.pipeline, is_recorded, &r);
 	if (r.buildid) {
 		pipeline__set_module_hook(r.pipeline, buildid_record__module, r.buildid);
@@ -1077,10 +1186,23 @@ int cmd_record(int argc, char **argv)
 			strerror(-err));
 		goto discard;
 	}
+	/* real-time before the first sample: the ring never waits for the programs sampled */
+	if (!(r.reader_rt = rt_budget__new(r.rt_pct, RT_BUDGET_PRIO_READER))) {
+		fprintf(stderr, "sfprof record: %s\n", strerror(errno));
+		goto discard;
+	}
+	rt_budget__tick(r.reader_rt, true);
 	if (sampler__start(r.sampler, msg, sizeof(msg))) {
 		fprintf(stderr, "sfprof record: %s\n", msg);
 		goto discard;
 	}
+	/*
+	 * Every CPU attached: sampling starts now, for --duration exactly
+	 * (samples taken while attaching are dropped), and the command after.
+	 */
+	r.t0 = now_ns(CLOCK_MONOTONIC);
+	sampler__set_window(r.sampler, r.t0, r.duration ? r.t0 + (uint64_t)(r.duration * 1e9) :
+							 UINT64_MAX);
 	if (r.child > 0 && (err = start_command(&r))) {
 		fprintf(stderr, "sfprof record: %s: %s\n", r.command[0],
 			err == ENOENT ? "command not found" : strerror(err));
@@ -1088,23 +1210,26 @@ int cmd_record(int argc, char **argv)
 		r.child = 0;
 		goto discard;
 	}
-	t0 = now_ns(CLOCK_MONOTONIC);
 	if (r.tty && r.period)
 		fprintf(stderr, "sfprof record: recording a sample every %" PRIu64 " events; Ctrl-C to stop\n",
 			r.period);
 	else if (r.tty)
 		fprintf(stderr, "sfprof record: recording at %u Hz; Ctrl-C to stop\n", r.freq);
 	err = run(&r, &child_status);
-	/* the duration is the sampling's: the backlog is handled after it */
-	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	/* the duration is the sampling's window: the backlog is handled after it */
+	secs = (r.t_end - r.t0) / 1e9;
+	/* what remains is not urgent: nothing can overflow once the events are detached */
+	rt_budget__tick(r.reader_rt, false);
 	pipeline__wait_for_room(r.pipeline);
 	if (!err && (err = sampler__drain(r.sampler)))
 		fprintf(stderr, "sfprof record: reading samples: %s\n", strerror(-err));
+	tail.drained = now_ns(CLOCK_MONOTONIC);
 	/* the backlog: every sample queued is unwound and written (none after a write error) */
 	if (pipeline__finish(r.pipeline) && !err) {
 		err = pipeline__error(r.pipeline);
 		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
 	}
+	tail.unwound = now_ns(CLOCK_MONOTONIC);
 	if (!err && (err = write_lost(&r)))
 		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
 	stack_resets = profile_writer__stack_resets(r.w);
@@ -1123,11 +1248,13 @@ int cmd_record(int argc, char **argv)
 		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
 		r.w = NULL;
 	}
+	tail.written = now_ns(CLOCK_MONOTONIC);
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
 	summary(&r, secs, &wr, stack_resets, scanned);
 	if (r.buildid)
 		buildid_record__finish(r.buildid, "record", stderr);
+	timing(&r, &tail);
 	goto out;
 discard:
 	/* no thread may write to it any more */
@@ -1155,6 +1282,9 @@ out:
 	flight__free(r.flight);
 	buildid_keeper__free(r.buildid);
 	sampler__free(r.sampler);
+	rt_budget__free(r.reader_rt);
+	for (unsigned i = 0; i < PIPELINE_MAX_WORKERS; i++)
+		rt_budget__free(r.unwind_rt[i]);
 	free(r.pids);
 	free(r.tids);
 	free(r.tid_pids);

@@ -3,6 +3,7 @@
 #include "kernel_jit.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -113,6 +114,71 @@ static const char *find_name(const struct kernel_jit *k, uint64_t addr)
 	return n ? n->name : NULL;
 }
 
+/* @name for @addr in the names read, kept in address order. @return 0 or -ENOMEM. */
+static int add_name(struct kernel_jit *k, uint64_t addr, const char *name)
+{
+	size_t i = k->nnames;
+	char *copy;
+
+	if (VEC_RESERVE(k->names, k->names_cap, k->nnames + 1, 64) || !(copy = strdup(name)))
+		return -ENOMEM;
+	while (i && k->names[i - 1].addr > addr) {
+		k->names[i] = k->names[i - 1];
+		i--;
+	}
+	k->names[i] = (struct ksym_name){ addr, copy };
+	k->nnames++;
+	return 0;
+}
+
+/*
+ * The name /proc/kallsyms gives the only function of program @fd (the
+ * kernel's bpf_get_prog_name()): "bpf_prog_", its tag, then "_" and the
+ * name its BTF gives the function, else "_" and the program's name (@info's,
+ * which has the tag and name). Reading kallsyms (120,000 lines, 0.2-0.4 s of
+ * wall time on a busy machine) at a recording's start and end is then only
+ * for programs of several functions, whose others' tags no call gives.
+ * @return false when the BTF name cannot be read.
+ */
+static bool main_name(int fd, const struct bpf_prog_info *info, char *buf, size_t len)
+{
+	struct bpf_func_info fi = { 0 };
+	struct bpf_prog_info fin;
+	uint32_t fin_len = sizeof(fin);
+	const struct btf_type *t;
+	const char *fname = NULL;
+	struct btf *btf;
+	int n;
+
+	n = snprintf(buf, len, "bpf_prog_");
+	for (int b = 0; b < BPF_TAG_SIZE; b++)
+		n += snprintf(buf + n, len - n, "%02x", info->tag[b]);
+	if (!info->nr_func_info) {
+		if (info->name[0])
+			snprintf(buf + n, len - n, "_%.*s", (int)sizeof(info->name), info->name);
+		return true;
+	}
+	if (!info->btf_id || info->func_info_rec_size < sizeof(fi))
+		return false;
+	memset(&fin, 0, sizeof(fin));
+	fin.nr_func_info = 1;
+	fin.func_info_rec_size = sizeof(fi);
+	fin.func_info = (uint64_t)(uintptr_t)&fi;
+	if (bpf_obj_get_info_by_fd(fd, &fin, &fin_len) || !fin.nr_func_info ||
+	    fin.btf_id != info->btf_id)
+		return false;
+	btf = btf__load_from_kernel_by_id(info->btf_id);
+	if (!btf)
+		return false;
+	t = btf__type_by_id(btf, fi.type_id);
+	if (t)
+		fname = btf__name_by_offset(btf, t->name_off);
+	if (fname && *fname)
+		snprintf(buf + n, len - n, "_%s", fname);
+	btf__free(btf);
+	return fname && *fname;
+}
+
 static bool was_written(const struct kernel_jit *k, uint64_t addr)
 {
 	return k->nwritten && bsearch(&addr, k->written, k->nwritten, sizeof(*k->written), addr_cmp);
@@ -172,7 +238,7 @@ static int write_prog(struct kernel_jit *k, struct profile_writer *w, uint64_t t
 	uint32_t n = prog_funcs(fd, &info, addrs, lens);
 
 	for (uint32_t i = 0; i < n; i++) {
-		char fallback[64];
+		char fallback[256];
 		const char *name;
 		int err;
 
@@ -180,6 +246,11 @@ static int write_prog(struct kernel_jit *k, struct profile_writer *w, uint64_t t
 		if (!addrs[i] || !lens[i] || addrs[i] + lens[i] < addrs[i] || was_written(k, addrs[i]))
 			continue;
 		name = find_name(k, addrs[i]);
+		if (!name && n == 1 && main_name(fd, &info, fallback, sizeof(fallback))) {
+			if (add_name(k, addrs[i], fallback))
+				return -ENOMEM;
+			name = find_name(k, addrs[i]);
+		}
 		if (!name && !*names_read) {
 			read_names(k);
 			*names_read = true;

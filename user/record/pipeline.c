@@ -88,6 +88,7 @@ struct shard {
 	pthread_cond_t wake;
 	bool sleeping;		/* the thread waits for wake (atomic) */
 	bool closing;		/* handle what is queued, then stop (atomic) */
+	bool backlogged;	/* the thread's: what it last told pipeline.backlog */
 	/* the thread's own; read by others after it is joined */
 	uint64_t handled, ustack_bytes, resized;
 	uint64_t slow, slowest_ns;
@@ -114,6 +115,8 @@ struct pipeline {
 	void *resize_ctx;
 	pipeline_wanted_fn wanted;
 	void *wanted_ctx;
+	pipeline_backlog_fn backlog;
+	void *backlog_ctx;
 	/* the window's file, for the kernel's JIT code (BPF programs) loaded at its start and end */
 	struct profile_writer *w;
 	pthread_mutex_t *wlock;
@@ -122,6 +125,7 @@ struct pipeline {
 	/* the producer's */
 	uint64_t dropped, dropped_events;
 	size_t queued_peak;
+	uint64_t joined_at;	/* CLOCK_MONOTONIC: pipeline__finish() had every queue handled */
 };
 
 static size_t item_size(size_t len)
@@ -226,6 +230,12 @@ void pipeline__set_map_hook(struct pipeline *pl, prepare_map_fn fn, void *ctx)
 {
 	if (pl->prepare)
 		prepare__set_hook(pl->prepare, fn, ctx);
+}
+
+void pipeline__set_backlog(struct pipeline *pl, pipeline_backlog_fn fn, void *ctx)
+{
+	pl->backlog = fn;
+	pl->backlog_ctx = ctx;
 }
 
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx)
@@ -365,6 +375,19 @@ static inline void cpu_relax(void)
 }
 
 /*
+ * Wait a moment for another thread: spin, then sleep. A thread at
+ * real-time priority (pipeline__set_backlog()) must sleep for one of
+ * normal priority that it took this CPU from to run here again.
+ */
+static void backoff(unsigned *spins)
+{
+	if (++*spins < 1000)
+		cpu_relax();
+	else
+		usleep(20);
+}
+
+/*
  * Unwind slots of the other threads' offered batches with @me's unwinding
  * state; @me has nothing queued. @return whether it did any.
  */
@@ -466,8 +489,8 @@ static void handle_batch(struct shard *sh, unsigned n)
 					st = SLOT_OWNER;
 				}
 			}
-			while (st == SLOT_PUBLISHING) {
-				cpu_relax();
+			for (unsigned spins = 0; st == SLOT_PUBLISHING;) {
+				backoff(&spins);
 				st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 			}
 		}
@@ -497,8 +520,8 @@ static void handle_batch(struct shard *sh, unsigned n)
 			sh->resized++;
 	}
 	/* a helper still reading a slot it lost (its thread off the CPU) */
-	while (__atomic_load_n(&sh->inside, __ATOMIC_SEQ_CST))
-		sched_yield();
+	for (unsigned spins = 0; __atomic_load_n(&sh->inside, __ATOMIC_SEQ_CST);)
+		backoff(&spins);
 }
 
 /* Wait for an item; @return false when closing and none is left. */
@@ -559,6 +582,25 @@ static struct item *item_at(struct shard *sh, size_t *at)
 	return it;
 }
 
+/*
+ * Tell whether @sh's queue is backing up: a quarter full or more, until it
+ * is down to a sixteenth (the thread may then be real-time, and should not
+ * flip at every batch).
+ */
+static void say_backlog(struct shard *sh)
+{
+	struct pipeline *pl = sh->pl;
+	size_t queued = __atomic_load_n(&sh->head, __ATOMIC_ACQUIRE) - sh->tail;
+
+	if (!pl->backlog)
+		return;
+	if (queued >= sh->size / 4)
+		sh->backlogged = true;
+	else if (queued <= sh->size / 16)
+		sh->backlogged = false;
+	pl->backlog(pl->backlog_ctx, (unsigned)(sh - pl->shards), sh->backlogged);
+}
+
 static void *worker(void *arg)
 {
 	struct shard *sh = arg;
@@ -606,7 +648,10 @@ static void *worker(void *arg)
 			}
 			handle_batch(sh, n);
 			__atomic_store_n(&sh->tail, at, __ATOMIC_RELEASE);
+			say_backlog(sh);
 		}
+		/* up to the head: before it waits or helps, at normal priority */
+		say_backlog(sh);
 	}
 	return NULL;
 }
@@ -865,6 +910,7 @@ static void join(struct pipeline *pl)
 int pipeline__finish(struct pipeline *pl)
 {
 	join(pl);
+	pl->joined_at = now_ns();
 	/* maps written at the end of the programs still running are read now */
 	for (unsigned i = 0; i < pl->nshards; i++)
 		procs__jit_flush(pl->shards[i].procs, now_ns());
@@ -886,6 +932,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->procs.unknown_pid += ps->unknown_pid;
 		st->procs.copy_ran_out += ps->copy_ran_out;
 		st->procs.before_exec += ps->before_exec;
+		st->procs.exec_old_image += ps->exec_old_image;
 		st->handled += sh->handled;
 		st->ustack_bytes += sh->ustack_bytes;
 		st->resized += sh->resized;
@@ -911,6 +958,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 	st->dropped = pl->dropped;
 	st->dropped_events = pl->dropped_events;
 	st->queued_peak = pl->queued_peak;
+	st->joined_at = pl->joined_at;
 	st->queue_bytes = pl->nshards ? pl->shards[0].size : 0;
 	st->modules_refused = sfu_cache__refused(pl->cache);
 	st->module_memory = sfu_cache__memory(pl->cache);

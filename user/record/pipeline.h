@@ -54,6 +54,7 @@ struct pipeline_stats {
 	uint64_t helped;		/* samples unwound by a thread other than their process's */
 	struct prepare_stats prepare;
 	struct jit_stats jit;		/* summed over the threads; read once they have ended */
+	uint64_t joined_at;		/* CLOCK_MONOTONIC: pipeline__finish() had the queues handled */
 };
 
 /* A sample handled slower than this held its thread up: a file opened, a table made. */
@@ -101,6 +102,17 @@ void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ct
  * told without preparation).
  */
 void pipeline__set_map_hook(struct pipeline *pl, prepare_map_fn fn, void *ctx);
+
+/**
+ * Whether unwinding thread @worker's queue is backing up, told from that
+ * thread: after each batch, and once it has handled what was queued when
+ * it looked. @backlog from a quarter of the queue full until it is down to
+ * a sixteenth.
+ */
+typedef void (*pipeline_backlog_fn)(void *ctx, unsigned worker, bool backlog);
+
+/** pipeline__set_backlog() - where each thread says so (before pipeline__start()). */
+void pipeline__set_backlog(struct pipeline *pl, pipeline_backlog_fn fn, void *ctx);
 
 /** pipeline__set_resize() - where new stack copy sizes go (see procs_copy_use.new_size). */
 void pipeline__set_resize(struct pipeline *pl, pipeline_resize_fn fn, void *ctx);

@@ -396,6 +396,21 @@ static size_t jit_pcs(const struct sfu_addrspace *as, const struct sfu_frame *fr
 	return k;
 }
 
+/*
+ * Whether @h was taken inside execve with the user registers of the program
+ * it replaces, with nothing of that program to unwind them in: the new
+ * address space was in already (the sampler saw it: its memory at sp is not
+ * the stack), or the pc is in none of @as's mappings (the image the process
+ * is known by is the next one: it was learned after the exec). A pc in a
+ * mapping of @as before the switch is the image the process has: unwound.
+ */
+static bool exec_old_image(const struct sfu_addrspace *as, const struct sample_hdr *h)
+{
+	if (!(h->flags & SAMPLE_F_EXECVE))
+		return false;
+	return (h->flags & SAMPLE_F_EXEC_NEW_MM) || !sfu_addrspace__find(as, h->pc);
+}
+
 void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const struct sample_hdr *h,
 		   const uint8_t *ustack, struct procs_unwound *u)
 {
@@ -407,12 +422,17 @@ void procs__unwind(struct procs *self, const struct sfu_addrspace *as, const str
 	u->cbf = NULL;
 	u->len = 0;
 	u->complete = false;
+	u->old_image = false;
 	u->err = 0;
 	u->njit = 0;
 	u->jit_seen = false;
 	memset(&u->use, 0, sizeof(u->use));
 	if (!as || !(h->flags & SAMPLE_F_USER_REGS) || !h->pc)
 		return;
+	if (exec_old_image(as, h)) {
+		u->old_image = true;
+		return;
+	}
 	stop = sfu_unwind(as, &self->opts, &regs, watched_read, &copy, self->frames, MAX_UNWIND,
 			  &n);
 	u->use.copied = h->ustack_len;
@@ -533,6 +553,7 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	struct profile_sample s = {
 		.time_ns = h->time_ns, .pid = h->pid, .tid = h->tid, .cpu = h->cpu,
 		.event = h->event, .ustack = u->cbf, .ustack_len = u->len,
+		.flags = u->old_image ? PROFILE_SAMPLE_F_EXEC_OLD_IMAGE : 0,
 	};
 	uint64_t weight = h->weight ? h->weight : 1;
 
@@ -556,6 +577,7 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 		p->stats.user_stacks++;
 		p->stats.complete += u->complete;
 	}
+	p->stats.exec_old_image += u->old_image;
 	if (th && use->ran_out && use->copied >= th->copy.size)
 		p->stats.copy_ran_out++;
 	if (th && p->copy_adaptive) {

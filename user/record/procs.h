@@ -22,6 +22,7 @@ struct procs_stats {
 	uint64_t unknown_pid;		/* samples of processes never seen in /proc or events */
 	uint64_t copy_ran_out;		/* user stacks cut short by the end of a full copy */
 	uint64_t before_exec;		/* samples of a held process before its exec: not written */
+	uint64_t exec_old_image;	/* samples in execve with the old program's registers, no stack */
 };
 
 /* How a sample's user stack copy served its unwind. */
@@ -151,6 +152,11 @@ struct procs_unwound {
 	const uint8_t *cbf;		/* the CBF of the user stack; len 0: none */
 	size_t len;
 	bool complete;			/* unwound to the outermost frame */
+	/*
+	 * Not unwound: taken in execve with the registers of the program it
+	 * replaces, whose memory or mappings are gone (procs__unwind()).
+	 */
+	bool old_image;
 	int err;			/* encoding failed (-ENOMEM, -ERANGE) */
 	struct procs_copy_use use;	/* new_size not set here */
 	uint64_t jit_pcs[8];		/* frames in JIT code no table passed (jit.h) */

@@ -70,6 +70,8 @@ struct sampler {
 	uint64_t horizon;	/* samples after this are late */
 	uint64_t round_end;	/* CLOCK_MONOTONIC ns at which a round stops handing over */
 	uint64_t dropped_late;	/* samples dropped: LATE_MAX_BYTES reached */
+	uint64_t window_start, window_end;	/* sampler__set_window() */
+	uint64_t outside;	/* on-CPU samples taken outside the window: dropped */
 	uint64_t malformed;	/* records shorter than their header says */
 	int epfd;		/* the ring's and the task buffers' epoll fds */
 	int delivered;
@@ -112,6 +114,12 @@ static void deliver(struct sampler *s, const void *data, size_t len)
 
 	if (sample_record__check(data, len, &v)) {
 		s->malformed++;
+		return;
+	}
+	/* an off-CPU block is stamped with its start, which may come before the window's */
+	if (!(v.h->flags & SAMPLE_F_OFF_CPU) &&
+	    (v.h->time_ns < s->window_start || v.h->time_ns >= s->window_end)) {
+		s->outside++;
 		return;
 	}
 	advance(s, v.h->time_ns);
@@ -227,6 +235,9 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 	s->delivered = 0;
 	s->horizon = horizon;
 	s->round_end = horizon == UINT64_MAX ? UINT64_MAX : now_ns() + ROUND_BUDGET_NS;
+	/* the caller's deadline is the window's end: it gets its turn then (not at drain) */
+	if (horizon != UINT64_MAX && s->round_end > s->window_end)
+		s->round_end = s->window_end;
 	err = ring_buffer__consume(s->execs);	/* rung: it only woke us */
 	if (err >= 0)
 		err = perf_buffer__consume(s->tasks);
@@ -305,6 +316,15 @@ static void detach(struct sampler *s)
 	offcpu_sampler__detach(s->offcpu);
 }
 
+void sampler__set_window(struct sampler *s, uint64_t start_ns, uint64_t end_ns)
+{
+	s->window_start = start_ns;
+	s->window_end = end_ns;
+	/* the BPF side's copies (mmapped .bss and .data): read at its next sample */
+	__atomic_store_n(&s->skel->bss->window_start_ns, start_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->skel->data->window_end_ns, end_ns, __ATOMIC_RELEASE);
+}
+
 int sampler__drain(struct sampler *s)
 {
 	int err;
@@ -355,6 +375,7 @@ void sampler__stats(struct sampler *s, struct sampler_stats *st)
 	st->lost_scratch = counter(s, COUNTER_NO_SCRATCH);
 	st->lost_queue = s->dropped_late;
 	st->malformed = s->malformed;
+	st->outside = s->outside;
 }
 
 int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes)
@@ -600,6 +621,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		return NULL;
 	}
 	s->epfd = -1;
+	s->window_end = UINT64_MAX;
 	s->cbs = *cbs;
 	s->ctx = ctx;
 	s->freq_hz = opts->freq_hz;

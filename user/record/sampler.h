@@ -82,6 +82,16 @@ int sampler__start(struct sampler *s, char *err, size_t errlen);
 int sampler__poll(struct sampler *s, int timeout_ms);
 
 /**
+ * sampler__set_window() - sample from @start_ns to before @end_ns
+ * (CLOCK_MONOTONIC; UINT64_MAX: no end), at once: the BPF side takes no
+ * sample outside it, whenever the events are detached, and the reader drops
+ * any taken outside it before (while the events were being attached),
+ * counted in sampler_stats.outside, neither recorded nor lost. Off-CPU
+ * blocks, stamped with their start, are kept. Without a call: no bounds.
+ */
+void sampler__set_window(struct sampler *s, uint64_t start_ns, uint64_t end_ns);
+
+/**
  * sampler__drain() - stop sampling and deliver everything still buffered.
  * @return 0 or a negative errno.
  */
@@ -92,6 +102,7 @@ struct sampler_stats {
 	uint64_t lost_queue;	/* dropped in user space: the bound of the late queue */
 	uint64_t lost_scratch;	/* no scratch buffer for the CPU (should not happen) */
 	uint64_t malformed;	/* ring records shorter than their header said: lost too */
+	uint64_t outside;	/* taken outside sampler__set_window()'s window: dropped, not lost */
 };
 
 /** sampler__stats() - counts so far, from the BPF side and the reader. */

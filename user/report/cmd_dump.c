@@ -135,6 +135,8 @@ static void print_record(const struct profile_record *r)
 		       r->sample.kstack_id);
 		if (r->sample.event)
 			printf(" event %u", r->sample.event);
+		if (r->sample.flags)
+			printf(" flags %#x", r->sample.flags);
 		putchar('\n');
 		break;
 	case PROFILE_REC_EVENT:

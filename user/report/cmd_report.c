@@ -394,6 +394,8 @@ static void srcline_text(const struct session_frame *f, char *buf, size_t cap)
 		const char *base = strrchr(f->file, '/');
 
 		snprintf(buf, cap, "%s:%u", base ? base + 1 : f->file, f->line);
+	} else if (f->old_image) {
+		snprintf(buf, cap, "%s", f->sym);	/* no code, no offset */
 	} else if (f->sym) {
 		snprintf(buf, cap, "%s+%" PRIu64, f->sym, f->offset);
 	} else {

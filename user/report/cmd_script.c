@@ -129,7 +129,8 @@ static char *frame_line(const struct session_frame *f, unsigned fields)
 			     f->omitted);
 		return n < 0 ? NULL : line;
 	}
-	if (f->sym && (fields & F(F_SYMOFF)))
+	/* [execve: old image] is no code: nothing to be at an offset of */
+	if (f->sym && !f->old_image && (fields & F(F_SYMOFF)))
 		snprintf(off, sizeof(off), "+0x%" PRIx64, f->offset);
 	snprintf(addr, sizeof(addr), "%16" PRIx64, f->kernel || !f->module ? f->addr : f->rel);
 	if ((fields & F(F_SRCLINE)) && f->file && f->line) {

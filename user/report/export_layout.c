@@ -184,7 +184,7 @@ bool image_layout__frame_addr(const struct image_layout *l, const struct session
 
 	*addr = f->addr;
 	*map = SIZE_MAX;
-	if (f->kernel || f->omitted)
+	if (f->kernel || f->omitted || f->old_image)
 		return false;
 	if (!f->module) {
 		/* the mappings are sorted and none overlaps: the last starting at or before addr */

@@ -93,6 +93,12 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 			n += f->omitted;
 			continue;
 		}
+		if (f->old_image) {	/* no code: as a frame no module names, by its name */
+			fprintf(out, "    #%u    0x%016" PRIx64 " ", n++, f->addr);
+			text_put(out, f->sym, TEXT_MARKUP);
+			putc('\n', out);
+			continue;
+		}
 		if (image_layout__frame_addr(l, f, &addr, &map) && f->module && describable(l, map))
 			fprintf(out, "{{{bt:%u:%s:%s}}}\n", n, hex_p(buf, sizeof(buf), addr),
 				f->is_ra ? "ra" : "pc");

@@ -277,7 +277,7 @@ static int add_frame(struct session *s, const struct session_frame *f, uint64_t 
 	return 0;
 }
 
-enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT, KEY_JIT };
+enum { KEY_USER = 1, KEY_KERNEL, KEY_UNMAPPED, KEY_OMIT, KEY_JIT, KEY_OLD_IMAGE };
 
 /*
  * The value of frame key (@kind, @is_ra, @a, @b): the frame's index + 1, in
@@ -373,6 +373,19 @@ static int omit_frame(struct session *s, uint64_t count, uint32_t *idx)
 	return add_frame(s, &f, v, idx);
 }
 
+/* The frame in place of the user stack of a program an execve replaced (session_frame.old_image). */
+static int old_image_frame(struct session *s, uint32_t *idx)
+{
+	struct session_frame f = { .sym = SESSION_EXEC_OLD_IMAGE, .dso = SESSION_EXEC_OLD_IMAGE_DSO,
+				   .old_image = true };
+	uint64_t *v;
+	int err;
+
+	if ((err = frame_entry(s, KEY_OLD_IMAGE, false, 0, 0, &v, idx)) || *v)
+		return err;
+	return add_frame(s, &f, v, idx);
+}
+
 /*
  * Decode one CBF stack into frames appended at s->scratch[*n], at most
  * @limit in all (*@cut set when that ended it). Returns whether it was truncated.
@@ -417,13 +430,17 @@ static bool decode_stack(struct session *s, const uint8_t *cbf, size_t len, bool
 static int resolve(struct session *s, uint32_t image, const struct profile_sample *ps,
 		   uint32_t *idx)
 {
+	bool old_image = ps->flags & PROFILE_SAMPLE_F_EXEC_OLD_IMAGE;
+	/* such a sample has no user stack: one given is not shown */
+	uint64_t uid = old_image ? 0 : ps->ustack_id;
 	struct session_stack *st;
 	uint32_t *frames;
 	size_t n = 0, nk, limit = MAX_FRAMES;
 	uint64_t *v, allowed;
 	bool cut = false;
 
-	if (hmap__entry_u128(s->stack_keys, image, (uint64_t)ps->ustack_id << 32 | ps->kstack_id, &v))
+	if (hmap__entry_u128(s->stack_keys, (uint64_t)old_image << 32 | image,
+			     uid << 32 | ps->kstack_id, &v))
 		return -ENOMEM;
 	if (*v) {
 		*idx = (uint32_t)(*v - 1);
@@ -440,9 +457,13 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 	if (ps->kstack)
 		decode_stack(s, ps->kstack, ps->kstack_len, true, image, &n, limit, &cut);
 	nk = n;
-	if (ps->ustack)
+	if (old_image) {
+		if (n < limit && !old_image_frame(s, &s->scratch[n]))
+			n++;
+	} else if (ps->ustack) {
 		st->truncated = decode_stack(s, ps->ustack, ps->ustack_len, false, image, &n, limit,
 					     &cut);
+	}
 	st->cut = cut;
 	s->frames_held += n;
 	frames = malloc((n ? n : 1) * sizeof(*frames));

@@ -34,7 +34,18 @@ struct session_frame {
 	bool kernel;
 	bool is_ra;		/* a return address (callers); frame 0 is a precise pc */
 	uint64_t omitted;	/* not a frame: this many frames were left out here */
+	/*
+	 * Not code: in place of the user stack of a sample taken inside execve
+	 * with the registers of the program it replaced, gone by then
+	 * (PROFILE_SAMPLE_F_EXEC_OLD_IMAGE). Named SESSION_EXEC_OLD_IMAGE in
+	 * module SESSION_EXEC_OLD_IMAGE_DSO, at address 0; no stack with it is
+	 * truncated.
+	 */
+	bool old_image;
 };
+
+#define SESSION_EXEC_OLD_IMAGE		"[execve: old image]"
+#define SESSION_EXEC_OLD_IMAGE_DSO	"[execve]"
 
 /* A sampled stack, kernel frames first (innermost), then user frames. */
 struct session_stack {
