@@ -148,6 +148,9 @@ class _Process:
             self.arch = arch
             self.stale = True
         if self.stale or self.key != self._key():
+            if self.how not in (None, 'pid') and self.key == self._key() and _mid_stop():
+                # the last mappings serve until GDB has stopped (see _mid_stop)
+                return self.space
             self.reload()
         return self.space
 
@@ -170,10 +173,12 @@ class _Process:
                 self.error = str(e)
                 self.space.clear()
         # core files (gdb reads the NT_FILE note), gdbserver, other targets
-        try:
-            text = gdb.execute('info proc mappings', to_string=True)
-        except gdb.error:
-            text = ''
+        text = ''
+        if not _mid_stop():
+            try:
+                text = gdb.execute('info proc mappings', to_string=True)
+            except gdb.error:
+                pass
         try:
             if text and self.space.add_maps_table(text):
                 self.how = 'proc-mappings'
@@ -200,6 +205,21 @@ class _Process:
             return False
         self.reload()
         return True
+
+
+def _mid_stop():
+    """Whether GDB is still handling a stop (the steps of a stepi N, a step
+    over an inlined call, a breakpoint's condition) rather than done with it:
+    the thread is running for GDB until then. No command that talks to a
+    remote target may run there: `info proc mappings` (which reads
+    /proc/PID/maps through the target) run from a sniffer in the middle of a
+    stepi on qemu-user's stub, which answers it with an error, left GDB
+    taking the thread as running ever after ("Selected thread is running")."""
+    thread = gdb.selected_thread()
+    try:
+        return thread is not None and thread.is_running()
+    except gdb.error:
+        return False
 
 
 _ARCHES = {'i386:x86-64': sfunwind.ARCH_X86_64, 'aarch64': sfunwind.ARCH_AARCH64}
