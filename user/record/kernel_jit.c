@@ -148,6 +148,7 @@ static bool main_name(int fd, const struct bpf_prog_info *info, char *buf, size_
 	const struct btf_type *t;
 	const char *fname = NULL;
 	struct btf *btf;
+	bool named;
 	int n;
 
 	n = snprintf(buf, len, "bpf_prog_");
@@ -173,10 +174,11 @@ static bool main_name(int fd, const struct bpf_prog_info *info, char *buf, size_
 	t = btf__type_by_id(btf, fi.type_id);
 	if (t)
 		fname = btf__name_by_offset(btf, t->name_off);
-	if (fname && *fname)
+	named = fname && *fname;
+	if (named)
 		snprintf(buf + n, len - n, "_%s", fname);
-	btf__free(btf);
-	return fname && *fname;
+	btf__free(btf);	/* fname points into it */
+	return named;
 }
 
 static bool was_written(const struct kernel_jit *k, uint64_t addr)
