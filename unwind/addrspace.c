@@ -352,8 +352,9 @@ static int load_maps(struct sfu_addrspace *as, const char *text, size_t len, con
 			continue;
 		/*
 		 * Only absolute paths are files. [vdso] is an ELF image too, but
-		 * only in the process's memory; reading it from there is future
-		 * work, so it stays without a module like [vsyscall] and [uprobes].
+		 * only in the process's memory: it stays without a module here,
+		 * like [vsyscall] and [uprobes], for the caller to give it one
+		 * (sfprof record reads it from the process: user/record/vdso.c).
 		 */
 		err = add_mapping(as, &line, line.path && line.path[0] == '/', root, NULL);
 		if (err)

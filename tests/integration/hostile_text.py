@@ -365,6 +365,11 @@ def debug_dir(ctx, data, want):
         build_id, path = m.group(1).decode(), m.group(2)
         src = want['plain'] if path == escape(want['exe'], '"').encode() else os.fsdecode(path)
         if not os.path.exists(src):
+            # a module no file holds ([vdso]): the copy record kept in the build-ID cache
+            xdg = os.environ.get('XDG_CACHE_HOME', '')
+            cache = xdg if xdg.startswith('/') else os.path.expanduser('~/.cache')
+            src = os.path.join(cache, 'sfprof', '.build-id', build_id[:2], build_id[2:])
+        if not os.path.exists(src):
             continue
         os.makedirs(os.path.join(d, '.build-id', build_id[:2]), exist_ok=True)
         os.symlink(os.path.abspath(src),

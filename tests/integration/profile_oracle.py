@@ -366,14 +366,19 @@ class Elf:
                 return file_offset - off + vaddr
         return None
 
-    def symbol(self, vaddr):
-        """The innermost (smallest) sized symbol containing @vaddr, or None."""
+    def symbol_at(self, vaddr):
+        """(start, size, name) of the innermost (smallest) sized symbol holding @vaddr, or None."""
         best = None
         i = bisect.bisect_right(self.starts, vaddr)
         # symbols that start at or before vaddr; a few hundred back covers nesting
         for start, size, name in reversed(self.syms[max(0, i - 256):i]):
             if start <= vaddr < start + size and (best is None or size < best[1]):
                 best = (start, size, name)
+        return best
+
+    def symbol(self, vaddr):
+        """The innermost (smallest) sized symbol containing @vaddr, or None."""
+        best = self.symbol_at(vaddr)
         return best[2] if best else None
 
 

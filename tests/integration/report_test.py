@@ -9,12 +9,14 @@ what report and script print with what profile_oracle.py computes from
 
   chains      record_chains (known chains, four threads, a shared library):
               report's self share of every hot leaf and of every frame-0
-              symbol above 1% equals the oracle's; the header's totals are
+              symbol above 1% equals the oracle's (a PLT stub named as
+              objdump -d labels it, NAME@plt); the header's totals are
               the dump's; --sort pid / comm,pid,dso,sym; --children equals
               the oracle's share of samples with the function anywhere in
               the stack, once per sample (recurse, 40 deep, is not counted
               40 times); script prints one block per sample in perf script's
-              layout whose frames name what the oracle names; script folded
+              layout whose frames name what the oracle names, offset as it
+              does (a return address at address - 1, perf's _start+0x7); script folded
               by stackcollapse.py (FlameGraph's stackcollapse-perf.pl rules)
               gives the stacks of `sfprof export --format collapsed` when that
               command exists, else those of the oracle's own fold.
@@ -23,6 +25,9 @@ what report and script print with what profile_oracle.py computes from
               near 100% children.
   kernel      a syscall-heavy program: [k] rows equal the oracle's kernel
               leaves (kallsyms).
+  plt         a hot loop calling strlen and labs through the program's PLT
+              (-fno-builtin): frames in the stubs named NAME@plt as objdump
+              -d labels them, in report's self shares, script and its fold.
   missing     the recorded binary renamed away: its frames are shown as
               name+0xOFFSET (in script once, with no offset after it), the
               offsets fall in the oracle's hot function (through the renamed
@@ -199,22 +204,88 @@ class FuncSymbols:
             cls._cache[path] = cls(path)
         return cls._cache[path]
 
-    def zero_size(self, vaddr):
+    def zero_size_at(self, vaddr):
+        """(start, name) of the function symbol of size 0 holding @vaddr, or None."""
         i = bisect.bisect_right(self.starts, vaddr) - 1
         if i < 0 or self.syms[i][1] != 0 or vaddr >= self.syms[i][3]:
             return None
-        return self.syms[i][2]
+        return self.syms[i][0], self.syms[i][2]
+
+    def zero_size(self, vaddr):
+        at = self.zero_size_at(vaddr)
+        return at[1] if at else None
 
 
-def oracle_name(ctx, f):
-    """The oracle's name of user Frame @f: nm's sized symbol, else FuncSymbols' rule."""
-    if f.symbol or f.vaddr is None or not f.mapping or not f.mapping.module:
-        return f.symbol
+class PltLabels:
+    """The PLT stubs of an ELF file as `objdump -d -C` labels them, <NAME@plt>, in
+    .plt, .plt.sec and .plt.got: for the oracle's third rule. A stub runs up to the
+    next label of its section or the section's end; labels not of a stub (objdump's
+    <*ABS*+0x9f550@plt-0x10> for a section's start, <.plt>) name nothing."""
+
+    _LABEL = re.compile(r'^([0-9a-f]+) <(.*)>:$')
+    _cache = {}
+
+    def __init__(self, path):
+        self.stubs = []     # (start, end, name) sorted; name None where no stub is
+        sec, end = None, 0
+        ends = {}
+        for line in subprocess.run(['readelf', '-SW', path], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True).stdout.splitlines():
+            m = re.match(r'^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+'
+                         r'([0-9a-f]+)', line)
+            if m:
+                ends[m.group(1)] = int(m.group(2), 16) + int(m.group(3), 16)
+        out = subprocess.run(['objdump', '-d', '-C', path], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+        for line in out.splitlines():
+            m = re.match(r'^Disassembly of section (\S+):$', line)
+            if m:
+                sec = m.group(1) if m.group(1) in ('.plt', '.plt.sec', '.plt.got') else None
+                end = ends.get(sec, 0)
+                continue
+            m = self._LABEL.match(line.rstrip())
+            if sec and m:
+                name = m.group(2) if m.group(2).endswith('@plt') else None
+                if self.stubs and self.stubs[-1][1] > int(m.group(1), 16):
+                    self.stubs[-1] = (self.stubs[-1][0], int(m.group(1), 16), self.stubs[-1][2])
+                self.stubs.append((int(m.group(1), 16), end, name))
+        self.starts = [a for a, _, _ in self.stubs]
+
+    @classmethod
+    def of(cls, path):
+        if path not in cls._cache:
+            cls._cache[path] = cls(path)
+        return cls._cache[path]
+
+    def stub_at(self, vaddr):
+        """(start, name) of the stub holding @vaddr, or None."""
+        i = bisect.bisect_right(self.starts, vaddr) - 1
+        if i < 0 or vaddr >= self.stubs[i][1] or not self.stubs[i][2]:
+            return None
+        return self.stubs[i][0], self.stubs[i][2]
+
+
+def oracle_symbol(ctx, f):
+    """(start, name) of user Frame @f as the oracle names it: nm's sized symbol, else
+    FuncSymbols' rule, else objdump's PLT label; None when none names it."""
+    if f.vaddr is None or not f.mapping or not f.mapping.module:
+        return None
     elf = ctx.syms.elf(f.mapping.module)
     if not elf:
         return None
     look = f.vaddr      # already at address - 1 for a return address
-    return FuncSymbols.of(elf.path).zero_size(look)
+    sized = elf.symbol_at(look)
+    if sized:
+        return sized[0], sized[2]
+    return FuncSymbols.of(elf.path).zero_size_at(look) or PltLabels.of(elf.path).stub_at(look)
+
+
+def oracle_name(ctx, f):
+    """The oracle's name of user Frame @f (oracle_symbol())."""
+    if f.symbol or f.vaddr is None or not f.mapping or not f.mapping.module:
+        return f.symbol
+    at = oracle_symbol(ctx, f)
+    return at[1] if at else None
 
 def frame0(ctx, ksyms, s):
     """(dso, '[k] name' | '[.] name' | None) of the innermost frame, as the oracle names it."""
@@ -394,9 +465,11 @@ def check_script(ctx, ksyms, prof, samples, modules, what):
             elif name.module in modules and oracle_name(ctx, name) is None:
                 unnamed += 1
             elif name.module in modules:
-                # the oracle looks a return address up at address - 1
+                # the oracle looks a return address up at address - 1: named and offset there
+                at = oracle_symbol(ctx, name)
                 if mod != name.module or sym != oracle_name(ctx, name) or name.vaddr is None or \
-                        addr != name.vaddr + (kind != 'pc'):
+                        addr != name.vaddr + (kind != 'pc') or \
+                        (at and off != name.vaddr - at[0]):
                     mism[f'{os.path.basename(name.module)} frame: {sym}+{off:#x} at '
                          f'{addr:#x}, oracle {oracle_name(ctx, name)} at {name.vaddr or 0:#x}'] += 1
     if unnamed:
@@ -759,6 +832,32 @@ def case_kernel(ctx):
     raise_fails(fails)
 
 
+def case_plt(ctx):
+    prog = ctx.compile('plt_calls.c', 'plt_calls', extra=['-fno-builtin'])
+    out = ctx.path('plt_calls.data')
+    record(ctx, [prog, '2'], out)
+    prof = load(ctx, out)
+    ksyms = profile_oracle.KernelSymbols()
+    fails = []
+    rep, _ = report(ctx, out)
+    log('\n'.join(rep.text.splitlines()[:20]))
+    fails += check_self(ctx, rep, prof, ksyms, 'report', min_share=0.5)
+    text = sfprof(ctx, ['script', '-i', out]).stdout
+    script = parse_script(text)
+    fails += check_script(ctx, ksyms, prof, script, {prog}, 'script')
+    # the stubs hold samples, named as objdump labels them (oracle_symbol's third rule)
+    stubs = Counter(f[1] for sc in script for f in sc.frames
+                    if len(f) == 4 and f[3] == prog and f[1].endswith('@plt'))
+    log(f'script frames in PLT stubs: {dict(stubs)}')
+    expect(stubs['strlen@plt'] + stubs['labs@plt'] > 0, fails,
+           'no frame named strlen@plt or labs@plt')
+    for fn in ('strlen@plt', 'labs@plt'):
+        got = rep.share(dso='plt_calls', sym=f'[.] {fn}')
+        log(f'report: [.] {fn} {got}%')
+    fails += check_fold(ctx, ksyms, prof, out, text, {prog}, 'folded')
+    raise_fails(fails)
+
+
 def case_missing(ctx):
     token = secrets.token_hex(3)
     exe = ctx.compile('shortlived.c', f'gone-{token}')
@@ -952,7 +1051,8 @@ def case_damaged(ctx):
 
 
 CASES = {
-    'chains': case_chains, 'cxx': case_cxx, 'kernel': case_kernel, 'missing': case_missing,
+    'chains': case_chains, 'cxx': case_cxx, 'kernel': case_kernel, 'plt': case_plt,
+    'missing': case_missing,
     'debugfile': case_debugfile, 'damaged': case_damaged,
 }
 

@@ -567,7 +567,7 @@ static void test_jit_names(void **state)
 	assert_string_equal(f->dso, "[anon]");
 	assert_string_equal(frame_sym(s, 0, 1, &f), "map_fn");
 	assert_string_equal(f->dso, "perf-100.map");
-	assert_int_equal(f->offset, 0x10);	/* the address itself; named by its call, 0x1010f */
+	assert_int_equal(f->offset, 0xf);	/* named and offset at its call, 0x1010f */
 	assert_string_equal(frame_sym(s, 1, 0, &f), "js_a");
 	assert_string_equal(f->dso, "jit-100.dump");
 	assert_int_equal(f->offset, 0x10);

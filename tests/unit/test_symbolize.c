@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <glob.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ static const struct sym_case cases[] = {
 	    { "fn", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
 	    { "hidden_label", 0x1300, 0, STT_NOTYPE, STB_LOCAL, STV_HIDDEN } },
 	  { { 0x1107, false, "_start", 7 },
-	    { 0x1108, true, "_start", 8 },		/* looked up at 0x1107 */
+	    { 0x1108, true, "_start", 7 },		/* named at 0x1107, as perf: _start+0x7 */
 	    { 0x1110, false, "_dl_start_user", 8 },
 	    { 0x11f0, false, "_dl_start_user", 0xe8 },
 	    { 0x1210, false, "fn", 0x10 },
@@ -297,11 +298,188 @@ static void test_dwarf_names_across_trims(void **state)
 	symbolizer__free(s);
 }
 
+/* A label objdump -d prints in a PLT section: <NAME@plt>, or <.plt> for what it does not name. */
+struct plt_label {
+	uint64_t addr;
+	char name[512];
+};
+
+/* objdump's label of a stub, not one relative to it (<*ABS*+0x9f550@plt-0x10> before PLT0) */
+static bool stub_label(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 4 && !strcmp(name + n - 4, "@plt");
+}
+
+static bool plt_section(const char *name)
+{
+	return !strcmp(name, ".plt") || !strcmp(name, ".plt.sec") || !strcmp(name, ".plt.got");
+}
+
+/* objdump -d -C's labels in @path's PLT sections, in order. @return their number, or -1. */
+static long objdump_plt_labels(const char *objdump, const char *path, struct plt_label *out,
+			       size_t cap)
+{
+	char cmd[4096], line[4096];
+	bool in_plt = false;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s -d -C '%s' 2>/dev/null", objdump, path);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char sec[256], *lt, *end;
+		unsigned long long addr;
+
+		if (sscanf(line, "Disassembly of section %255[^:]:", sec) == 1) {
+			in_plt = plt_section(sec);
+			continue;
+		}
+		/* 0000000000001090 <puts@plt>: */
+		end = line + strlen(line);
+		while (end > line && (end[-1] == '\n' || end[-1] == ' '))
+			*--end = 0;
+		if (!in_plt || end - line < 4 || strcmp(end - 2, ">:") ||
+		    sscanf(line, "%llx <", &addr) != 1 || !(lt = strchr(line, '<')) || n == cap)
+			continue;
+		end[-2] = 0;
+		out[n].addr = addr;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", lt + 1);
+		n++;
+	}
+	return pclose(f) ? -1 : (long)n;
+}
+
+struct plt_figures {
+	size_t files, stubs, addrs, mismatches;
+};
+
+/*
+ * Every byte of every PLT section of @path named by the symbolizer as
+ * objdump labels it: NAME@plt and the offset from the label, or nothing
+ * where objdump's label is not a stub's (PLT0, an IBT PLT's lazy entries).
+ */
+static void compare_plt(const char *path, struct plt_figures *fig)
+{
+	static struct plt_label labels[8192];
+	struct symbolizer *s;
+	struct sym_module *m;
+	Elf_Scn *scn = NULL;
+	const char *objdump;
+	size_t nphdr, shstrndx;
+	GElf_Ehdr eh;
+	long n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(e);
+	assert_non_null(gelf_getehdr(e, &eh));
+	objdump = eh.e_machine == EM_AARCH64 ? "aarch64-linux-gnu-objdump" : "objdump";
+	if ((n = objdump_plt_labels(objdump, path, labels, 8192)) < 0) {
+		print_message("%s: %s did not run: not compared\n", path, objdump);
+		elf_end(e);
+		close(fd);
+		return;
+	}
+	s = symbolizer__new(&(struct symbolizer_opts){ .no_debuginfod = true, .no_lines = true });
+	assert_non_null(s);
+	m = symbolizer__module(s, (const uint8_t *)"", 0, path);
+	assert_true(sym_module__found(m));
+	assert_int_equal(elf_getphdrnum(e, &nphdr), 0);
+	assert_int_equal(elf_getshdrstrndx(e, &shstrndx), 0);
+	fig->files++;
+	while ((scn = elf_nextscn(e, scn))) {
+		struct sym_mapping map = { MAP_START, 0, PROT_READ | PROT_EXEC };
+		uint64_t seg_vaddr = 0;
+		GElf_Shdr sh;
+		GElf_Phdr ph;
+		const char *name;
+		size_t l = 0;
+
+		assert_non_null(gelf_getshdr(scn, &sh));
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!name || !plt_section(name) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		/* mapped as the loader maps the executable segment holding it */
+		for (size_t i = 0; i < nphdr; i++)
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_flags & PF_X) && ph.p_vaddr <= sh.sh_addr &&
+			    sh.sh_addr < ph.p_vaddr + ph.p_memsz) {
+				map.file_offset = ph.p_offset & ~0xfffull;
+				seg_vaddr = ph.p_vaddr & ~0xfffull;
+			}
+		for (uint64_t a = sh.sh_addr; a < sh.sh_addr + sh.sh_size; a++) {
+			const struct plt_label *want = NULL;
+			struct sym_info info;
+			bool named;
+
+			while (l < (size_t)n && labels[l].addr <= a)
+				l++;
+			if (l && labels[l - 1].addr >= sh.sh_addr)
+				want = &labels[l - 1];
+			if (want && want->addr == a && stub_label(want->name))
+				fig->stubs++;
+			if (want && !stub_label(want->name))
+				want = NULL;
+			named = symbolizer__lookup_mapped(s, m, MAP_START + (a - seg_vaddr), &map,
+							  false, &info);
+			fig->addrs++;
+			if (named != (want != NULL) ||
+			    (want && (strcmp(info.name, want->name) ||
+				      info.offset != a - want->addr))) {
+				if (fig->mismatches++ < 10)
+					print_message("%s: %s %#llx: %s+%#llx, objdump %s\n", path,
+						      name, (unsigned long long)a,
+						      named ? info.name : "(none)",
+						      (unsigned long long)info.offset,
+						      want ? want->name : "(none)");
+			}
+		}
+	}
+	symbolizer__free(s);
+	elf_end(e);
+	close(fd);
+}
+
+/*
+ * PLT stubs, which no symbol names, named NAME@plt as objdump labels them
+ * (perf names them so too): the fixtures (.plt and .plt.got; an IBT
+ * .plt.sec; AArch64), and libc and libpython where installed.
+ */
+static void test_plt_stubs(void **state)
+{
+	const char *const fixed[] = { PLT_FIXTURE, PLT_FIXTURE_IBT, PLT_FIXTURE_AARCH64,
+				      "/usr/lib/x86_64-linux-gnu/libc.so.6" };
+	struct plt_figures fig = { 0 };
+	glob_t g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (fixed[i][0])
+			compare_plt(fixed[i], &fig);
+	if (!glob("/usr/lib/x86_64-linux-gnu/libpython3*.so.1.0", 0, NULL, &g)) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			compare_plt(g.gl_pathv[i], &fig);
+		globfree(&g);
+	}
+	print_message("PLT stubs: %zu files, %zu stubs, %zu addresses, %zu differ from objdump\n",
+		      fig.files, fig.stubs, fig.addrs, fig.mismatches);
+	assert_true(fig.files >= 2 && fig.stubs > 0);
+	assert_int_equal(fig.mismatches, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_dwarf_names_across_trims),
+		cmocka_unit_test(test_plt_stubs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

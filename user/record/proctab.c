@@ -14,6 +14,7 @@
 #include "util/hmap.h"
 #include "proctab.h"
 #include "util/vec.h"
+#include "vdso.h"
 
 struct proc {
 	struct proctab_proc pub;
@@ -38,6 +39,7 @@ struct proctab {
 	uint64_t emitted;
 	uint64_t last_sweep;	/* event time of the last sweep of exited processes */
 	uint64_t own_pid_ns;	/* sfprof's PID namespace: a process in it has its pid as NSpid */
+	struct vdso_set *vdso;	/* [vdso] images, read at the first process that maps one */
 };
 
 static uint64_t ns_inode(uint32_t pid, const char *ns);
@@ -104,6 +106,7 @@ void proctab__free(struct proctab *t)
 	if (!t)
 		return;
 	hmap__free_values(t->procs, proc_free_value);
+	vdso_set__free(t->vdso);
 	free(t);
 }
 
@@ -376,6 +379,37 @@ static struct sfu_module *open_mapped(struct proctab *t, const struct perf_rec_m
 	return sfu_cache__open(t->cache, name, want, NULL);
 }
 
+/* The module of a [vdso] mapping (vdso_set__module()), or NULL. */
+static struct sfu_module *vdso_module(struct proctab *t, uint32_t pid, uint64_t start, uint64_t end)
+{
+	if (!t->vdso && !(t->vdso = vdso_set__new(t->cache)))
+		return NULL;
+	return vdso_set__module(t->vdso, pid, start, end);
+}
+
+/* Give the [vdso] mappings /proc/PID/maps gave (without a module: no file) their image. */
+static void attach_vdso(struct proctab *t, struct proc *pr)
+{
+	const struct sfu_mapping *maps;
+	size_t n;
+
+	maps = sfu_addrspace__mappings(pr->pub.as, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct sfu_mapping mp = maps[i];
+		struct sfu_module *m;
+
+		if (mp.module || !mp.path || strcmp(mp.path, "[vdso]"))
+			continue;
+		m = vdso_module(t, pr->pub.pid, mp.start, mp.end);
+		if (!m)
+			continue;
+		/* replaces the mapping (its fields were copied): the array may move */
+		sfu_addrspace__add(pr->pub.as, mp.start, mp.end, mp.file_offset, mp.prot, "[vdso]", m);
+		sfu_module__put(m);
+		maps = sfu_addrspace__mappings(pr->pub.as, &n);
+	}
+}
+
 /* Add a mapping to the address space, its file opened and checked now; told if the process was. */
 static void apply_mmap2(struct proctab *t, struct proc *pr, const struct perf_rec_mmap2 *e)
 {
@@ -385,6 +419,8 @@ static void apply_mmap2(struct proctab *t, struct proc *pr, const struct perf_re
 
 	if (name[0] == '/')
 		m = open_mapped(t, e, name);
+	else if (!strcmp(name, "[vdso]"))
+		m = vdso_module(t, e->pid, e->addr, e->addr + e->len);
 	prot = (e->prot & PROT_READ ? PROT_READ : 0) | PROT_EXEC |
 	       (e->prot & PROT_WRITE ? PROT_WRITE : 0);
 	if (sfu_addrspace__add(pr->pub.as, e->addr, e->addr + e->len, e->pgoff, prot,
@@ -537,6 +573,7 @@ static void emit_process(struct proctab *t, struct proc *pr)
 	for (size_t i = 0; i < pr->npending; i++)
 		apply_mmap2(t, pr, pr->pending[i]);
 	drop_pending(pr);
+	attach_vdso(t, pr);
 	if (!pr->told_before)
 		warn_unopened(t, pr);
 	if (t->ops.process)

@@ -354,7 +354,7 @@ static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *
 	/* a return address is named after its call: a noreturn call may end the function */
 	if (symbolizer__kernel(s->sym, is_ra && addr ? addr - 1 : addr, &info)) {
 		f.sym = info.name;
-		f.offset = info.offset + (is_ra && addr ? 1 : 0);
+		f.offset = info.offset;
 	} else {
 		f.offset = addr;
 	}
@@ -707,10 +707,11 @@ static int jit_frame(struct session *s, uint32_t i, uint64_t addr, bool is_ra, u
 	f.sym = e->name[0] ? e->name : NULL;
 	f.dso = e->dso;
 	f.dso_path = e->source;
-	f.offset = addr - e->start;
+	/* a return address is named, offset and line, at its call */
+	f.offset = (is_ra && addr > e->start ? addr - 1 : addr) - e->start;
 	f.rel = addr - e->start;
 	if (e->lines)
-		jit_line(s, e, is_ra && f.offset ? f.offset - 1 : f.offset, &f);
+		jit_line(s, e, f.offset, &f);
 	return add_frame(s, &f, v, idx);
 }
 
@@ -825,7 +826,7 @@ static void name_kernel_jit_frames(struct session *s)
 		if (!best)
 			continue;
 		f->sym = best->name;
-		f->offset = f->addr - best->start;
+		f->offset = addr - best->start;
 		f->file = NULL;
 		f->line = 0;
 	}

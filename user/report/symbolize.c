@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buildid/buildid.h"
+#include "plt_names.h"
 #include "util/hmap.h"
 #include "sfunwind.h"
 #include "symbolize.h"
@@ -45,6 +46,8 @@ struct sym_module {
 	size_t ndsyms;
 	struct hmap *die_names;	/* a DWARF name string -> its demangled copy (char *) */
 	struct hmap *paths;	/* a relative DWARF file name -> it under its CU's directory (char *) */
+	struct plt_names *plt;	/* the binary's PLT stubs, read on first use */
+	bool plt_read;
 	uint8_t *key;		/* its key in module_keys */
 	size_t key_len;
 	uint64_t used;		/* the symbolizer's round when last asked for */
@@ -125,6 +128,7 @@ static void module_free(struct sym_module *m)
 {
 	free(m->syms);
 	free(m->dsyms);
+	plt_names__free(m->plt);
 	module_drop_dwarf(m);
 	for (int i = 0; i < 2; i++) {
 		if (m->sym_elf[i])
@@ -731,8 +735,10 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 			    sym.st_value - sec.sh_addr >= sec.sh_size)
 				continue;
 			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			/* ARM's mapping symbols ($x, $d) mark code and data: no names (perf) */
 			if (!name || !*name ||
-			    (type == STT_NOTYPE && (vis == STV_HIDDEN || vis == STV_INTERNAL)))
+			    (type == STT_NOTYPE && (vis == STV_HIDDEN || vis == STV_INTERNAL ||
+						    name[0] == '$')))
 				continue;
 			if (VEC_RESERVE(m->syms, *cap, m->nsyms + 1, 256))
 				return -ENOMEM;
@@ -998,6 +1004,17 @@ static const char *sym_demangled(struct sym_module *m, const char *name)
 	return (const char *)(uintptr_t)*slot;
 }
 
+/* The PLT stub of the binary holding ELF address @vaddr: its name, or NULL. */
+static const char *plt_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+{
+	if (!m->plt_read && m->bin) {
+		m->plt_read = true;
+		/* a debug file standing in for the binary has no PLT bytes: nothing named */
+		m->plt = plt_names__new(sfu_module__path(m->bin));
+	}
+	return plt_names__lookup(m->plt, vaddr, offset);
+}
+
 /* Name ELF address @vaddr of @m. */
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out)
@@ -1010,9 +1027,16 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 	look = is_ra && vaddr ? vaddr - 1 : vaddr;
 	if ((!m->dbg || sfu_module__symbolize(m->dbg, look, &name, &off)) &&
 	    sfu_module__symbolize(m->bin, look, &name, &off) &&
-	    !(name = label_lookup(m, look, &off)))
-		return false;
-	out->offset = off + (vaddr - look);
+	    !(name = label_lookup(m, look, &off))) {
+		/* no symbol: a PLT stub is named NAME@plt, as objdump and perf name it */
+		if (!(name = plt_lookup(m, look, &off)))
+			return false;
+		out->offset = off;
+		out->name = name;
+		return true;
+	}
+	/* named, offset and line at the call, as perf names a caller (_start+0x7) */
+	out->offset = off;
 	out->name = display_name(m, look - off, name);
 	if (!s->opts.no_lines)
 		source_line(m, look, out);

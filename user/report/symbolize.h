@@ -120,7 +120,8 @@ int sym_module__map_vaddr(const struct sym_module *m, const struct sym_mapping *
  * symbolizer__lookup_mapped() - name user address @addr of mapping @map.
  *
  * The address is placed in the module's ELF file by sym_module__map_vaddr().
- * @is_ra: a return address: looked up as addr - 1, the call instruction.
+ * @is_ra: a return address: looked up as addr - 1, the call instruction,
+ * whose name, offset and line are given (perf's _start+0x7).
  *
  * @return true when a function name was found (out->name set); out->vaddr
  * is the ELF address, or the file offset when the address was not placed.
