@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -110,11 +113,67 @@ static void test_own_module(void **state)
 	sfu_cache__free(cache);
 }
 
+/*
+ * A process's [vdso] is a private mapping it may write to: a child that
+ * rewrites a byte of its copy (inside the image, past the ELF header, the
+ * build ID kept) is
+ * given sfprof's own image, never its own under the kernel's build ID.
+ */
+static void test_rewritten_copy(void **state)
+{
+	uint64_t len, start = own_vdso(&len);
+	struct sfu_cache *cache = sfu_cache__new();
+	struct vdso_set *v = vdso_set__new(cache);
+	struct sfu_module *own, *got;
+	int ready[2], status;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(v);
+	if (!start || pipe(ready)) {
+		vdso_set__free(v);
+		sfu_cache__free(cache);
+		skip();
+	}
+	own = vdso_set__module(v, getpid(), start, start + len);
+	assert_non_null(own);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		uint8_t *p = (uint8_t *)(uintptr_t)start;
+
+		c = mprotect(p, len, PROT_READ | PROT_WRITE | PROT_EXEC) ? 'n' : 'y';
+		if (c == 'y')
+			p[len / 4] ^= 0xff;	/* inside the image (its size is less than the mapping's) */
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	if (c == 'y') {
+		got = vdso_set__module(v, (uint32_t)pid, start, start + len);
+		assert_ptr_equal(got, own);
+		sfu_module__put(got);
+	}
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(ready[0]);
+	close(ready[1]);
+	sfu_module__put(own);
+	vdso_set__free(v);
+	sfu_cache__free(cache);
+	if (c != 'y')
+		skip();	/* the kernel refused to make the vDSO writable */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_image_size),
 		cmocka_unit_test(test_own_module),
+		cmocka_unit_test(test_rewritten_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

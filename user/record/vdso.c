@@ -293,6 +293,13 @@ static struct vdso_image *intern(struct vdso_set *v, uint8_t *bytes, uint64_t ma
 	return im;
 }
 
+static bool same_build_id(const struct sfu_module *a, const struct sfu_module *b)
+{
+	const struct sfu_build_id *x = sfu_module__build_id(a), *y = sfu_module__build_id(b);
+
+	return x && y && x->len && x->len == y->len && !memcmp(x->bytes, y->bytes, x->len);
+}
+
 static void load_own(struct vdso_set *v)
 {
 	uint64_t start = getauxval(AT_SYSINFO_EHDR), len;
@@ -321,7 +328,14 @@ struct sfu_module *vdso_set__module(struct vdso_set *v, uint32_t pid, uint64_t s
 	bytes = read_mem(pid, start, end - start);
 	if (bytes)
 		im = intern(v, bytes, end - start);
-	else if (v->own && v->own->map_len == end - start)
+	/*
+	 * The process's copy is private: it may have written to it. An image
+	 * that says it is the kernel's own (sfprof's build ID) but is not
+	 * byte for byte is not kept under that build ID: sfprof's is used.
+	 */
+	if (im && v->own && im != v->own && same_build_id(im->module, v->own->module))
+		im = v->own;
+	else if (!bytes && v->own && v->own->map_len == end - start)
 		im = v->own;	/* gone, or not ours to read: the kernel maps one image per ABI */
 	if (!im) {
 		if (!errno)
