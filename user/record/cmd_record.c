@@ -785,7 +785,7 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
 	if (r->workers > 1)
 		fprintf(stderr, "sfprof record: %" PRIu64 " samples (%.1f%%) unwound by a thread helping "
-			"their process's\n", ps.helped, ps.handled ? 100.0 * ps.helped / ps.handled : 0.0);
+			"their process's own thread\n", ps.helped, ps.handled ? 100.0 * ps.helped / ps.handled : 0.0);
 	if (ps.dropped_events)
 		fprintf(stderr, "sfprof record: %" PRIu64 " task events dropped at their queue bound: some "
 			"processes may lack mappings\n", ps.dropped_events);
