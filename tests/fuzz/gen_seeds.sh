@@ -11,6 +11,7 @@
 #   clang++-16 and its XRay runtime are installed,
 #   OUTDIR/symbolize/ programs built with -g (C and C++), a small glibc library
 #   and its debug file (libc6-dbg), C++ names from libstdc++'s symbol table,
+#   an i386 library and PIE (PLTs named from REL relocations),
 #   OUTDIR/kallsyms/ excerpts of /proc/kallsyms (and OUTDIR/kallsyms-session,
 #   the larger one fuzz_session and fuzz_export name kernel frames from),
 #   OUTDIR/maps/ /proc/PID/maps of a few programs,
@@ -94,6 +95,18 @@ if [ -f "$lib" ]; then
 	else
 		echo "gen_seeds: no debug file for $lib (libc6-dbg): not a seed" >&2
 	fi
+fi
+# 32-bit x86: a library and a PIE calling it through PIC PLTs named from REL
+# relocations (test_symbolize's fixtures), where as and ld take --32.
+if as --32 -o "$work/plt_i386_lib.o" "$srcdir/../unit/plt_fixture_i386_lib.s" 2>/dev/null &&
+	as --32 -o "$work/plt_i386_exe.o" "$srcdir/../unit/plt_fixture_i386_exe.s" &&
+	ld -m elf_i386 -shared -z noseparate-code -soname libplt_i386.so -o "$outdir/symbolize/libplt_i386.so" \
+		"$work/plt_i386_lib.o" &&
+	ld -m elf_i386 -pie -z noseparate-code --dynamic-linker /lib/ld-linux.so.2 --allow-shlib-undefined \
+		-o "$outdir/symbolize/plt_i386_pie" "$work/plt_i386_exe.o" "$outdir/symbolize/libplt_i386.so"; then
+	cp "$outdir/symbolize/libplt_i386.so" "$outdir/elf/libplt_i386.so"
+else
+	echo "gen_seeds: as --32 or ld -m elf_i386 failed: no i386 seeds" >&2
 fi
 # Demangling: names from libstdc++'s symbol table, 40 to a seed.
 libstdcxx=$(g++ -print-file-name=libstdc++.so)

@@ -450,12 +450,14 @@ static void compare_plt(const char *path, struct plt_figures *fig)
 /*
  * PLT stubs, which no symbol names, named NAME@plt as objdump labels them
  * (perf names them so too): the fixtures (.plt and .plt.got; an IBT
- * .plt.sec; AArch64), and libc and libpython where installed.
+ * .plt.sec; AArch64; i386's REL files, PIC and not, with IBT and without;
+ * x32's), and libc and libpython where installed.
  */
 static void test_plt_stubs(void **state)
 {
 	const char *const fixed[] = { PLT_FIXTURE, PLT_FIXTURE_IBT, PLT_FIXTURE_AARCH64,
 				      "/usr/lib/x86_64-linux-gnu/libc.so.6" };
+	const char *const elf32[] = { PLT_FIXTURES_ELF32 };
 	struct plt_figures fig = { 0 };
 	glob_t g;
 
@@ -463,6 +465,17 @@ static void test_plt_stubs(void **state)
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (fixed[i][0])
 			compare_plt(fixed[i], &fig);
+	/* each 32-bit fixture compared and with stubs objdump names: none passes by naming nothing */
+	for (size_t i = 0; i < sizeof(elf32) / sizeof(elf32[0]); i++) {
+		struct plt_figures before = fig;
+
+		if (!elf32[i][0])
+			continue;
+		compare_plt(elf32[i], &fig);
+		print_message("%s: %zu stubs\n", elf32[i], fig.stubs - before.stubs);
+		assert_int_equal(fig.files, before.files + 1);
+		assert_true(fig.stubs > before.stubs);
+	}
 	if (!glob("/usr/lib/x86_64-linux-gnu/libpython3*.so.1.0", 0, NULL, &g)) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
 			compare_plt(g.gl_pathv[i], &fig);

@@ -48,32 +48,45 @@ static int stub_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The relocations of allocated RELA sections on .dynsym. @return 0 or -errno. */
+/*
+ * The relocations of allocated REL and RELA sections on .dynsym. A REL
+ * relocation's addend is in the slot it relocates; objdump names its stub
+ * without one, and so do we. @return 0 or -errno.
+ */
 static int read_relocs(Elf *e, struct got_relocs *r)
 {
+	size_t rel_size = gelf_fsize(e, ELF_T_REL, 1, EV_CURRENT);
+	size_t rela_size = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(e, scn))) {
 		Elf_Scn *symscn;
 		GElf_Shdr sh, symsh;
 		Elf_Data *d, *symd;
+		bool is_rela;
 		size_t n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    !(sh.sh_flags & SHF_ALLOC) || sh.sh_entsize != sizeof(Elf64_Rela) ||
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL))
+			continue;
+		is_rela = sh.sh_type == SHT_RELA;
+		if (!(sh.sh_flags & SHF_ALLOC) || !rel_size || !rela_size ||
+		    sh.sh_entsize != (is_rela ? rela_size : rel_size) ||
 		    !(d = elf_getdata(scn, NULL)) ||
 		    !(symscn = elf_getscn(e, sh.sh_link)) || !gelf_getshdr(symscn, &symsh) ||
 		    symsh.sh_type != SHT_DYNSYM || !(symd = elf_getdata(symscn, NULL)))
 			continue;
-		n = d->d_size / sizeof(Elf64_Rela);
+		n = d->d_size / sh.sh_entsize;
 		for (size_t i = 0; i < n; i++) {
 			struct got_reloc *g;
 			GElf_Rela rela;
+			GElf_Rel rel;
 			GElf_Sym sym;
 			size_t si;
 
-			if (!gelf_getrela(d, (int)i, &rela))
+			if (is_rela ? !gelf_getrela(d, (int)i, &rela) : !gelf_getrel(d, (int)i, &rel))
 				return -EBADMSG;
+			if (!is_rela)
+				rela = (GElf_Rela){ .r_offset = rel.r_offset, .r_info = rel.r_info };
 			if (r->n == r->cap) {
 				size_t cap = r->cap ? 2 * r->cap : 256;
 				void *v = realloc(r->v, cap * sizeof(*r->v));
@@ -134,6 +147,30 @@ static bool x86_64_slot(const uint8_t *p, size_t len, uint64_t addr, uint64_t *s
 }
 
 /*
+ * i386: the GOT slot the entry at @p (@len bytes) jumps through, after
+ * endbr32 (f3 0f 1e fb) when present: `jmp *ADDR` (ff 25) in an
+ * executable's PLT, `jmp *OFF(%ebx)` (ff a3) in a PIC one, %ebx holding
+ * the GOT's address @got (none when @has_got is false). @return false when
+ * it jumps through none (PLT0, a lazy entry of an IBT .plt).
+ */
+static bool i386_slot(const uint8_t *p, size_t len, uint64_t got, bool has_got, uint64_t *slot)
+{
+	size_t pos = 0;
+
+	if (len >= 4 && !memcmp(p, "\xf3\x0f\x1e\xfb", 4))
+		pos = 4;
+	if (pos + 6 > len || p[pos] != 0xff)
+		return false;
+	if (p[pos + 1] == 0x25)
+		*slot = le32(p + pos + 2);
+	else if (p[pos + 1] == 0xa3 && has_got)
+		*slot = (uint32_t)(got + le32(p + pos + 2));
+	else
+		return false;
+	return true;
+}
+
+/*
  * AArch64: the GOT slot of `adrp x16, PAGE; ldr x17, [x16, #OFF]` at @p
  * (ELF address @addr), both instructions in @len bytes. @return false when
  * they are not there.
@@ -175,8 +212,10 @@ static int add_stub(struct plt_names *p, uint64_t start, const struct got_reloc 
 		p->cap = cap;
 	}
 	p->stubs[p->n] = (struct plt_stub){ .start = start };
-	/* objdump's synthetic names: the symbol (+ its addend), or *ABS*+ADDEND */
-	if (!base)
+	/* objdump's synthetic names: the symbol (+ its addend), or *ABS*(+ADDEND) */
+	if (!base && !g->addend)
+		n = asprintf(&p->stubs[p->n].name, "*ABS*@plt");
+	else if (!base)
 		n = asprintf(&p->stubs[p->n].name, "*ABS*+0x%llx@plt",
 			     (unsigned long long)g->addend);
 	else if (g->addend)
@@ -191,9 +230,18 @@ static int add_stub(struct plt_names *p, uint64_t start, const struct got_reloc 
 	return 0;
 }
 
-/* The stubs of PLT section @scn (@sh) of a file of @machine. @return 0 or -errno. */
-static int read_plt(struct plt_names *p, Elf_Scn *scn, const GElf_Shdr *sh, unsigned machine,
-		    const struct got_relocs *r)
+/* What decoding a file's PLT entries needs beyond their bytes. */
+struct plt_file {
+	unsigned machine;
+	bool is32;		/* ELFCLASS32: addresses wrap at 4 GiB (i386, x32) */
+	bool has_got;
+	uint64_t got;		/* _GLOBAL_OFFSET_TABLE_: .got.plt, else .got (objdump's choice) */
+	const struct got_relocs *relocs;
+};
+
+/* The stubs of PLT section @scn (@sh) of file @f. @return 0 or -errno. */
+static int read_plt(struct plt_names *p, Elf_Scn *scn, const GElf_Shdr *sh,
+		    const struct plt_file *f)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
 	size_t first = p->n, size;
@@ -205,15 +253,22 @@ static int read_plt(struct plt_names *p, Elf_Scn *scn, const GElf_Shdr *sh, unsi
 		return 0;
 	buf = d->d_buf;
 	size = d->d_size < sh->sh_size ? d->d_size : sh->sh_size;
-	if (machine == EM_X86_64) {
+	if (f->machine == EM_X86_64 || f->machine == EM_386) {
 		/* .plt and .plt.sec: 16-byte entries; .plt.got: 8 (16 with IBT) */
 		size_t stride = sh->sh_entsize == 8 || sh->sh_entsize == 16 ? sh->sh_entsize : 16;
 
 		for (size_t off = 0; off + stride <= size; off += stride) {
 			const struct got_reloc *g;
+			bool jumps;
 
-			if (x86_64_slot(buf + off, stride, sh->sh_addr + off, &slot) &&
-			    (g = find_reloc(r, slot)) && (err = add_stub(p, sh->sh_addr + off, g)))
+			if (f->machine == EM_386)
+				jumps = i386_slot(buf + off, stride, f->got, f->has_got, &slot);
+			else
+				jumps = x86_64_slot(buf + off, stride, sh->sh_addr + off, &slot);
+			if (jumps && f->is32)
+				slot = (uint32_t)slot;
+			if (jumps && (g = find_reloc(f->relocs, slot)) &&
+			    (err = add_stub(p, sh->sh_addr + off, g)))
 				return err;
 		}
 	} else {
@@ -222,7 +277,7 @@ static int read_plt(struct plt_names *p, Elf_Scn *scn, const GElf_Shdr *sh, unsi
 			uint64_t start = sh->sh_addr + off;
 
 			if (!aarch64_slot(buf + off, size - off, start, &slot) ||
-			    !(g = find_reloc(r, slot)))
+			    !(g = find_reloc(f->relocs, slot)))
 				continue;
 			/* a BTI PLT's entries start with bti c */
 			if (off >= 4 && le32(buf + off - 4) == 0xd503245f)
@@ -251,7 +306,9 @@ struct plt_names *plt_names__new(const char *path)
 {
 	struct plt_names *p = calloc(1, sizeof(*p));
 	struct got_relocs r = { 0 };
+	struct plt_file f = { .relocs = &r };
 	Elf_Scn *scn = NULL;
+	bool got_plt = false;
 	GElf_Ehdr eh;
 	size_t shstrndx;
 	int fd, err = 0;
@@ -269,12 +326,27 @@ struct plt_names *plt_names__new(const char *path)
 		err = -EBADMSG;
 		goto out;
 	}
-	/* 64-bit x86 and Arm only: other PLTs are not decoded, their stubs stay unnamed */
-	if (gelf_getclass(e) != ELFCLASS64 ||
-	    (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
+	f.is32 = gelf_getclass(e) == ELFCLASS32;
+	/* x86 (i386, x32, x86-64) and 64-bit Arm: other PLTs are not decoded, stay unnamed */
+	if (!(eh.e_machine == EM_X86_64 || (eh.e_machine == EM_386 && f.is32) ||
+	      (eh.e_machine == EM_AARCH64 && !f.is32)))
 		goto out;
+	f.machine = eh.e_machine;
 	if ((err = read_relocs(e, &r)) || !r.n)
 		goto out;
+	/* the address a PIC i386 PLT finds in %ebx, as objdump takes it */
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".got.plt") || (!strcmp(name, ".got") && !got_plt)) {
+			got_plt = !strcmp(name, ".got.plt");
+			f.got = sh.sh_addr;
+			f.has_got = true;
+		}
+	}
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
@@ -282,7 +354,7 @@ struct plt_names *plt_names__new(const char *path)
 		    !(sh.sh_flags & SHF_EXECINSTR) ||
 		    !is_plt(elf_strptr(e, shstrndx, sh.sh_name), eh.e_machine))
 			continue;
-		if ((err = read_plt(p, scn, &sh, eh.e_machine, &r)))
+		if ((err = read_plt(p, scn, &sh, &f)))
 			goto out;
 	}
 	if (p->n)

@@ -8,12 +8,14 @@
 struct plt_names;
 
 /**
- * plt_names__new() - the PLT stubs of ELF file @path (x86-64: .plt, .plt.sec,
- * .plt.got; AArch64: .plt), each named as objdump and perf name it: the
- * symbol of the relocation (JUMP_SLOT, GLOB_DAT...) of the GOT slot its
- * indirect jump loads, "NAME@plt" (demangled), or "*ABS*+0xADDEND@plt" for
- * one without a symbol. The PLT0 header and lazy-binding entries that jump
- * through no relocated slot are not named.
+ * plt_names__new() - the PLT stubs of ELF file @path (x86-64, x32 and i386:
+ * .plt, .plt.sec, .plt.got; AArch64: .plt), each named as objdump and perf
+ * name it: the symbol of the relocation (JUMP_SLOT, GLOB_DAT..., from RELA
+ * or REL sections) of the GOT slot its indirect jump loads, "NAME@plt"
+ * (demangled), or "*ABS*+0xADDEND@plt" ("*ABS*@plt" when the addend is 0
+ * or, as in REL files, in the slot) for one without a symbol. The PLT0
+ * header and lazy-binding entries that jump through no relocated slot are
+ * not named.
  *
  * @return the stubs (possibly none), or NULL with errno set (the file cannot
  * be read, or memory runs out).
