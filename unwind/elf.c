@@ -14,6 +14,7 @@
 
 #include "diag_internal.h"
 #include "ehframe_internal.h"
+#include "gopclntab_internal.h"
 #include "module_internal.h"
 #include "sframe_internal.h"
 #include "sfunwind/ehframe.h"
@@ -77,6 +78,8 @@ struct sfu_module {
 	struct sym_name *by_name;	/* by name, every (name, address) pair */
 	size_t by_name_count;
 	char *names;			/* NUL-terminated names, copied from the string tables */
+	struct sfu_gopclntab *gopclntab;	/* a Go program's own function table, or NULL */
+	uint64_t go_sigreturn;		/* entry of Go's sa_restorer (runtime.sigreturn), or 0 */
 
 	/*
 	 * The table derived from .eh_frame, made on first use: the sections
@@ -835,6 +838,129 @@ out:
 	return err;
 }
 
+/* Go's sa_restorer: its address is the return address of every Go signal handler. */
+static void find_go_sigreturn(struct sfu_module *m)
+{
+	size_t n = sfu_gopclntab__count(m->gopclntab);
+	struct go_func f;
+
+	for (size_t i = 0; i < n; i++) {
+		if (sfu_gopclntab__func(m->gopclntab, i, &f))
+			continue;
+		/* renamed when Go 1.20 gave each signal return its own function */
+		if (!strcmp(f.name, "runtime.sigreturn") ||
+		    !strcmp(f.name, "runtime.sigreturn__sigaction")) {
+			m->go_sigreturn = f.entry;
+			return;
+		}
+	}
+}
+
+/* The PT_LOAD segment whose file bytes hold [off, off + size), or false. */
+static bool segment_holding(struct reader *r, uint64_t off, uint64_t size, GElf_Phdr *out)
+{
+	for (size_t i = 0; i < r->phnum; i++) {
+		if (read_phdr(r, i, out) || out->p_type != PT_LOAD ||
+		    !in_file(r, out->p_offset, out->p_filesz))
+			continue;
+		if (off >= out->p_offset && size <= out->p_filesz &&
+		    off - out->p_offset <= out->p_filesz - size)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * go:func.*, where Go 1.18+ keeps inline trees: from the moduledata in a
+ * writable segment; the segment holding it is kept when the table's is not it.
+ */
+static int find_gofunc(struct sfu_module *m, struct reader *r, const GElf_Phdr *table_seg)
+{
+	GElf_Phdr phdr, seg;
+	uint64_t gofunc;
+
+	for (size_t i = 0; i < r->phnum; i++) {
+		if (read_phdr(r, i, &phdr) || phdr.p_type != PT_LOAD || !(phdr.p_flags & PF_W) ||
+		    !in_file(r, phdr.p_offset, phdr.p_filesz) ||
+		    sfu_gopclntab__find_gofunc(m->gopclntab, r->image + phdr.p_offset, phdr.p_filesz,
+					       &gofunc))
+			continue;
+		if (gofunc >= table_seg->p_vaddr && gofunc - table_seg->p_vaddr < table_seg->p_filesz)
+			return sfu_gopclntab__set_gofunc(m->gopclntab, gofunc, NULL, 0, 0);
+		for (size_t k = 0; k < r->phnum; k++) {
+			if (read_phdr(r, k, &seg) || seg.p_type != PT_LOAD ||
+			    !in_file(r, seg.p_offset, seg.p_filesz) || gofunc < seg.p_vaddr ||
+			    gofunc - seg.p_vaddr >= seg.p_filesz)
+				continue;
+			return sfu_gopclntab__set_gofunc(m->gopclntab, gofunc, r->image + seg.p_offset,
+							 seg.p_filesz, seg.p_vaddr);
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * A Go program's .gopclntab: by its section, else (no section headers at
+ * all) by its magic in the read-only segments. The segment that holds it is
+ * kept with it for the inline trees beside it, unless symbols are not wanted
+ * (unwinding needs the table only). A damaged table leaves the module
+ * without one; only running out of memory fails the open.
+ */
+static int read_gopclntab(struct sfu_module *m, struct reader *r, unsigned flags)
+{
+	GElf_Shdr shdr, tab = { 0 };
+	uint64_t text = 0, off = 0, size = 0;
+	Elf_Scn *scn = NULL;
+	const char *name;
+	GElf_Phdr seg;
+
+	/* a section table too damaged to read is no Go program's: the open goes on without */
+	while ((scn = elf_nextscn(r->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) ||
+		    !(name = elf_strptr(r->elf, r->shstrndx, shdr.sh_name)))
+			return 0;
+		/* a position-independent Go program keeps it in RELRO: .data.rel.ro.gopclntab */
+		if ((!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab")) &&
+		    section_bytes(r, &shdr))
+			tab = shdr;
+		else if (!strcmp(name, ".text"))
+			text = shdr.sh_addr;
+	}
+	if (tab.sh_size) {
+		off = tab.sh_offset;
+		size = tab.sh_size;
+		if (!segment_holding(r, off, size, &seg))
+			seg = (GElf_Phdr){ .p_offset = off, .p_filesz = size };
+	} else if (!r->shnum) {
+		/* sstrip and the like drop the section headers: Go's table is still there */
+		for (size_t i = 0; i < r->phnum && !size; i++) {
+			size_t at;
+
+			if (read_phdr(r, i, &seg) || seg.p_type != PT_LOAD || (seg.p_flags & PF_X) ||
+			    !in_file(r, seg.p_offset, seg.p_filesz) ||
+			    sfu_gopclntab__scan(r->image + seg.p_offset, seg.p_filesz, &at))
+				continue;
+			off = seg.p_offset + at;
+			size = seg.p_filesz - at;
+		}
+	}
+	if (!size)
+		return 0;
+	if (flags & SFU_MODULE_OPEN_NO_SYMBOLS)
+		seg = (GElf_Phdr){ .p_offset = off, .p_filesz = size,
+				   .p_vaddr = seg.p_vaddr + (off - seg.p_offset) };
+	m->gopclntab = sfu_gopclntab__new_in(r->image + seg.p_offset, seg.p_filesz, seg.p_vaddr,
+					     off - seg.p_offset, size, text, NULL);
+	if (!m->gopclntab)
+		return errno == ENOMEM ? diag_set(r->diag, -ENOMEM, "out of memory") : 0;
+	find_go_sigreturn(m);
+	if (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && find_gofunc(m, r, &seg))
+		return diag_set(r->diag, -ENOMEM, "out of memory");
+	m->mem_fixed += sfu_gopclntab__memory(m->gopclntab);
+	return 0;
+}
+
 struct sfu_module *sfu_module__open(const char *path, struct sfu_diag *diag)
 {
 	return sfu_module__open_flags(path, 0, diag);
@@ -900,7 +1026,8 @@ struct sfu_module *sfu_module__open_flags(const char *path, unsigned flags, stru
 	    (!(flags & SFU_MODULE_OPEN_NO_UNWIND) &&
 	     ((err = read_sframe(m, &r)) || (err = read_eh_frame(m, &r)) ||
 	      (err = read_plt(m, &r)))) ||
-	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))))
+	    (!(flags & SFU_MODULE_OPEN_NO_SYMBOLS) && (err = read_symbols(m, &r))) ||
+	    (err = read_gopclntab(m, &r, flags)))
 		goto out;
 	if (!(flags & SFU_MODULE_OPEN_NO_UNWIND))
 		read_entry(m, &r);
@@ -983,6 +1110,7 @@ void sfu_module__put(struct sfu_module *m)
 	free(m->syms);
 	free(m->by_name);
 	free(m->names);
+	sfu_gopclntab__free(m->gopclntab);
 	free(m->path);
 	free(m);
 }
@@ -1232,4 +1360,67 @@ int sfu_module__bias(const struct sfu_module *m, uint64_t map_start, uint64_t fi
 	if (!err)
 		*bias = map_start - vaddr;
 	return err;
+}
+
+const struct sfu_gopclntab *sfu_module__gopclntab(const struct sfu_module *m, uint64_t *sigreturn)
+{
+	if (sigreturn)
+		*sigreturn = m->go_sigreturn;
+	return m->gopclntab;
+}
+
+int sfu_module__go_func(const struct sfu_module *m, uint64_t vaddr, struct sfu_go_func *out)
+{
+	struct go_func f;
+	int err;
+
+	if (!m->gopclntab)
+		return -ENOENT;
+	if ((err = sfu_gopclntab__find(m->gopclntab, vaddr, &f)))
+		return err;
+	out->name = f.name;
+	out->entry = f.entry;
+	out->end = f.end;
+	out->flags = f.flags;
+	return 0;
+}
+
+size_t sfu_module__go_func_count(const struct sfu_module *m)
+{
+	return m->gopclntab ? sfu_gopclntab__count(m->gopclntab) : 0;
+}
+
+int sfu_module__go_func_at(const struct sfu_module *m, size_t i, struct sfu_go_func *out)
+{
+	struct go_func f;
+	int err;
+
+	if (!m->gopclntab)
+		return -ENOENT;
+	if ((err = sfu_gopclntab__func(m->gopclntab, i, &f)))
+		return err;
+	out->name = f.name;
+	out->entry = f.entry;
+	out->end = f.end;
+	out->flags = f.flags;
+	return 0;
+}
+
+int sfu_module__go_inlined(const struct sfu_module *m, uint64_t vaddr, const char **names,
+			   size_t max, size_t *count)
+{
+	struct go_func f;
+	size_t n = 0;
+	int err;
+
+	*count = 0;
+	if (!m->gopclntab)
+		return -ENOENT;
+	if ((err = sfu_gopclntab__find(m->gopclntab, vaddr, &f)) ||
+	    (err = sfu_gopclntab__inlined(m->gopclntab, &f, vaddr, names, max, &n)))
+		return err;
+	if (n < max)
+		names[n] = f.name;
+	*count = n + 1;
+	return 0;
 }

@@ -53,4 +53,12 @@ bool sfu_module__entry(const struct sfu_module *m, uint64_t *start, uint64_t *en
 int sfu_code__entry_end(enum sfu_arch arch, uint64_t addr, const uint8_t *code, size_t len,
 			uint64_t *end);
 
+struct sfu_gopclntab;
+
+/**
+ * sfu_module__gopclntab() - a Go program's own function table, or NULL.
+ * @sigreturn: optional; receives the entry of Go's sa_restorer, or 0.
+ */
+const struct sfu_gopclntab *sfu_module__gopclntab(const struct sfu_module *m, uint64_t *sigreturn);
+
 #endif

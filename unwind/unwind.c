@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The unwinder: one step per frame from SFrame rows (.sframe, then rows derived from
  * .eh_frame), frame pointers where no table covers. */
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sfunwind/unwind.h"
+#include "gopclntab_internal.h"
 #include "module_internal.h"
 #include "sframe_internal.h"
 
@@ -304,6 +306,112 @@ static const struct sfu_row aarch64_plt_row = {
 	.fp = { .kind = SFU_LOC_SAME, .reg = SFU_REG_FP },
 };
 
+/* Returned by step_go() for a pc its table does not cover. */
+#define GO_NOT_COVERED (-1)
+
+/* Go's signal handler entry: TOPFRAME for Go's traceback, but its caller is the signal frame. */
+static bool go_sigtramp(const char *name)
+{
+	return !strcmp(name, "runtime.sigtramp") || !strcmp(name, "runtime.cgoSigtramp");
+}
+
+/*
+ * A Go frame on AArch64, @delta bytes deep: Go stores the LR at the new SP's
+ * slot 0 and the caller's FP just below it (FP = SP - 8). With no frame yet
+ * (a frameless leaf, a prologue) the RA is still in the link register.
+ */
+static int step_go_aarch64(const struct sfu_regs *regs, int first, int32_t delta,
+			   sfu_read_fn read, void *ctx, uint64_t *ra, uint64_t *fp)
+{
+	*fp = regs->fp;
+	if (!delta) {
+		if (!first)
+			return SFU_STOP_BAD_INFO;
+		*ra = regs->lr;
+		return 0;
+	}
+	if (read_u64(read, ctx, regs->sp, ra))
+		return SFU_STOP_MEMORY;
+	if (*fp == regs->sp - 8 && read_u64(read, ctx, regs->sp - 8, fp))
+		return SFU_STOP_MEMORY;
+	return 0;
+}
+
+/*
+ * Go code, from the pc-to-SP-delta table Go's own unwinder reads: exact in
+ * frameless functions, which keep no frame record. On x86-64 the RA is at
+ * SP + delta; the function has made a frame record when the FP points just
+ * below it (a duffzero call borrows one its caller made the same way).
+ * @return 0, a stop reason, or GO_NOT_COVERED.
+ */
+static int step_go(const struct sfu_mapping *m, const struct sfu_unwind_opts *opts,
+		   const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
+		   struct sfu_step *out)
+{
+	uint64_t pc = (first ? regs->pc : regs->pc - 1) - m->bias;
+	const struct sfu_gopclntab *t;
+	uint64_t sigreturn, cfa, ra, fp;
+	struct go_func f;
+	int32_t delta;
+	int err;
+
+	t = sfu_module__gopclntab(m->module, &sigreturn);
+	if (!t || sfu_gopclntab__ptr_size(t) != 8 ||
+	    (opts->arch != SFU_ARCH_X86_64 && opts->arch != SFU_ARCH_AARCH64))
+		return GO_NOT_COVERED;
+	/* Go sets sa_restorer on x86 only: AArch64 returns through the vDSO's trampoline */
+	if (opts->arch != SFU_ARCH_X86_64)
+		sigreturn = 0;
+	/* the handler returns to sa_restorer's first byte: pc - 1 is another function */
+	if (sigreturn && regs->pc - m->bias == sigreturn && !first) {
+		out->source = SFU_SRC_GOPCLNTAB;
+		return step_signal(opts, regs, read, ctx, out);
+	}
+	err = sfu_gopclntab__find(t, pc, &f);
+	if (err == -ENOENT)
+		return GO_NOT_COVERED;
+	out->source = SFU_SRC_GOPCLNTAB;
+	if (err)
+		return SFU_STOP_BAD_INFO;
+	if (sigreturn && f.entry == sigreturn)
+		return step_signal(opts, regs, read, ctx, out);
+	if ((f.flags & GO_FUNC_TOPFRAME) && !go_sigtramp(f.name))
+		return SFU_STOP_OUTERMOST;
+	/*
+	 * systemstack, mcall, morestack: the code they call runs on a stack
+	 * that starts at them (the g0 stack, whose older frames are stale).
+	 * Inside one, the SP may already be the other stack's.
+	 */
+	if ((f.flags & GO_FUNC_SPWRITE) && !go_sigtramp(f.name))
+		return first ? SFU_STOP_BAD_INFO : SFU_STOP_OUTERMOST;
+	if (sfu_gopclntab__spdelta(t, &f, pc, &delta, NULL) || delta < 0)
+		return SFU_STOP_BAD_INFO;
+	if (opts->arch == SFU_ARCH_AARCH64) {
+		cfa = regs->sp + (uint64_t)delta;
+		if ((err = step_go_aarch64(regs, first, delta, read, ctx, &ra, &fp)))
+			return err;
+	} else {
+		cfa = regs->sp + (uint64_t)delta + 8;
+		if (read_u64(read, ctx, cfa - 8, &ra))
+			return SFU_STOP_MEMORY;
+		fp = regs->fp;
+		if (fp == cfa - 16 && read_u64(read, ctx, cfa - 16, &fp))
+			return SFU_STOP_MEMORY;
+	}
+	out->regs.pc = ra;
+	out->regs.sp = cfa;
+	out->regs.fp = fp;
+	out->regs.lr = 0;
+	/*
+	 * asyncPreempt was entered by a signal handler that pushed the
+	 * interrupted pc; a handler returns to sa_restorer's first byte. Neither
+	 * follows a call: each is looked up as it is.
+	 */
+	out->kind = strcmp(f.name, "runtime.asyncPreempt") && (!sigreturn || ra - m->bias != sigreturn)
+			    ? SFU_FRAME_RA : SFU_FRAME_PC;
+	return ra ? 0 : SFU_STOP_OUTERMOST;
+}
+
 /* Whether @pc lies in the entry routine of @m's module (sfu_module__entry()). */
 static bool in_entry(const struct sfu_mapping *m, uint64_t pc)
 {
@@ -334,6 +442,12 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 	if (row) {
 		out->source = source;
 		return step_row(row, opts, regs, first, read, ctx, out);
+	}
+	if (m && m->module) {
+		int stop = step_go(m, opts, regs, first, read, ctx, out);
+
+		if (stop != GO_NOT_COVERED)
+			return stop;
 	}
 	/* where a process starts: crt1.o's _start has no .sframe, and a stripped program no .eh_frame */
 	if (m && m->module && in_entry(m, pc))
@@ -383,6 +497,53 @@ int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opt
 	return stop;
 }
 
+/* sfu_unwind_lookup() in a Go program's table: the row step_go() applies, less its FP tests. */
+static int lookup_go(const struct sfu_mapping *m, uint64_t pc, struct sfu_lookup *out)
+{
+	uint16_t machine = sfu_module__machine(m->module);
+	uint64_t run_start, sigreturn;
+	const struct sfu_gopclntab *t;
+	struct go_func f;
+	int32_t delta;
+
+	t = sfu_module__gopclntab(m->module, &sigreturn);
+	if (!t || (machine != EM_X86_64 && machine != EM_AARCH64) ||
+	    sfu_gopclntab__ptr_size(t) != 8 || sfu_gopclntab__find(t, pc - m->bias, &f))
+		return -ENOENT;
+	if (machine != EM_X86_64)
+		sigreturn = 0;
+	out->func_start = f.entry + m->bias;
+	out->func_end = f.end + m->bias;
+	out->row_start = out->func_start;
+	out->source = SFU_SRC_GOPCLNTAB;
+	out->row_buf.cfa = (struct sfu_loc){ .kind = SFU_LOC_REG_OFFSET, .reg = SFU_REG_SP };
+	out->row_buf.fp = (struct sfu_loc){ .kind = SFU_LOC_SAME, .reg = SFU_REG_FP };
+	if (sigreturn && f.entry == sigreturn) {
+		out->row_buf.flags = SFU_ROW_SIGNAL_FRAME;
+		out->row_buf.ra.kind = SFU_LOC_UNDEFINED;
+	} else if ((f.flags & (GO_FUNC_TOPFRAME | GO_FUNC_SPWRITE)) && !go_sigtramp(f.name)) {
+		out->row_buf.ra.kind = SFU_LOC_UNDEFINED;
+	} else if (sfu_gopclntab__spdelta(t, &f, pc - m->bias, &delta, &run_start) || delta < 0) {
+		out->row_buf.flags = SFU_ROW_UNUSABLE;
+		out->row_buf.ra.kind = SFU_LOC_UNDEFINED;
+	} else {
+		out->row_start = run_start + m->bias;
+		out->row_buf.start = (uint32_t)(run_start - f.entry);
+		if (machine == EM_AARCH64) {
+			out->row_buf.cfa.offset = delta;
+			out->row_buf.ra = delta ? (struct sfu_loc){ .kind = SFU_LOC_AT_CFA,
+								    .offset = -delta }
+					        : (struct sfu_loc){ .kind = SFU_LOC_IN_REG,
+								    .reg = SFU_REG_RA };
+		} else {
+			out->row_buf.cfa.offset = delta + 8;
+			out->row_buf.ra = (struct sfu_loc){ .kind = SFU_LOC_AT_CFA, .offset = -8 };
+		}
+	}
+	out->row = &out->row_buf;
+	return 0;
+}
+
 int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lookup *out)
 {
 	const struct sfu_sframe *tables[2];
@@ -412,6 +573,8 @@ int sfu_unwind_lookup(const struct sfu_addrspace *as, uint64_t pc, struct sfu_lo
 		out->source = i == 0 ? SFU_SRC_SFRAME : SFU_SRC_EH_FRAME;
 		return 0;
 	}
+	if (!lookup_go(m, pc, out))
+		return 0;
 	if (sfu_module__entry(m->module, &out->func_start, &out->func_end) &&
 	    pc - m->bias >= out->func_start && pc - m->bias < out->func_end) {
 		out->func_start += m->bias;
@@ -447,6 +610,7 @@ const char *sfu_source_name(int source)
 	case SFU_SRC_SFRAME: return "sframe";
 	case SFU_SRC_EH_FRAME: return "eh_frame";
 	case SFU_SRC_FP: return "fp";
+	case SFU_SRC_GOPCLNTAB: return "gopclntab";
 	default: return "unknown";
 	}
 }

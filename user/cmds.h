@@ -54,13 +54,15 @@ const char *sfprof_command(void);
 bool profile_print_notices(const char *path, const struct profile_status *st);
 
 /* Where symbols come from: the options report, script and export share. */
-enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS, OPT_SYM_BUILDID_DIR };
+enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS, OPT_SYM_BUILDID_DIR,
+       OPT_SYM_NO_INLINE };
 
 #define SYM_OPTIONS \
 	{ "debug-file-directory", required_argument, NULL, OPT_SYM_DEBUG_DIR }, \
 	{ "no-debuginfod", no_argument, NULL, OPT_SYM_NO_DEBUGINFOD }, \
 	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }, \
-	{ "buildid-dir", required_argument, NULL, OPT_SYM_BUILDID_DIR }
+	{ "buildid-dir", required_argument, NULL, OPT_SYM_BUILDID_DIR }, \
+	{ "no-inline", no_argument, NULL, OPT_SYM_NO_INLINE }
 
 struct symbolizer_opts;
 

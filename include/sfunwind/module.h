@@ -50,7 +50,8 @@ struct sfu_cache;
  *
  * Reads the build ID, the PT_LOAD segments, the SFrame data (a `.sframe`
  * section, an SHT_GNU_SFRAME section or the PT_GNU_SFRAME segment, in that
- * order) and the function symbols of `.symtab` and `.dynsym`. A corrupt
+ * order), the function symbols of `.symtab` and `.dynsym`, and a Go
+ * program's `.gopclntab` (sfu_module__go_func()). A corrupt
  * SFrame section does not fail the open: the module has no SFrame table and
  * sfu_module__sframe_error() says why.
  *
@@ -339,6 +340,51 @@ SFU_API int sfu_cache__set_dir(struct sfu_cache *cache, const char *dir);
  * opens from now on (a profiler that only unwinds: SFU_MODULE_OPEN_NO_SYMBOLS).
  */
 SFU_API void sfu_cache__set_flags(struct sfu_cache *cache, unsigned flags);
+
+/* A function of a Go program, from the file's own table (.gopclntab). */
+struct sfu_go_func {
+	const char *name;	/* Go's name ("main.main"), valid as long as the module */
+	uint64_t entry;		/* ELF address */
+	uint64_t end;		/* exclusive: the next function's entry */
+	uint8_t flags;		/* SFU_GO_FUNC_* */
+};
+
+#define SFU_GO_FUNC_TOPFRAME 0x1	/* starts its stack (runtime.goexit, mstart, rt0_go) */
+#define SFU_GO_FUNC_SPWRITE 0x2		/* switches stacks (runtime.systemstack, mcall) */
+
+/**
+ * sfu_module__go_func() - the Go function whose range holds @vaddr, from
+ * .gopclntab (found by its section, or by its magic in a file without
+ * section headers; Go 1.16 and later): names that a stripped Go program
+ * (-ldflags=-s) keeps.
+ *
+ * @return 0, -ENOENT when the module has no Go table or it does not cover
+ * @vaddr, -EBADMSG when the table is damaged there.
+ */
+SFU_API int sfu_module__go_func(const struct sfu_module *m, uint64_t vaddr,
+				struct sfu_go_func *out);
+
+/**
+ * sfu_module__go_inlined() - the Go functions at @vaddr, innermost first:
+ * those Go's inline tree says were inlined there, then the function itself.
+ * Up to @max names are stored (valid as long as the module); *@count says how
+ * many there are (1 where nothing is inlined).
+ *
+ * @return 0, -ENOENT when the module has no Go table, it does not cover
+ * @vaddr or its inline trees cannot be found (Go 1.18+ keeps them at an
+ * address only the moduledata gives), -EBADMSG for a damaged table.
+ */
+SFU_API int sfu_module__go_inlined(const struct sfu_module *m, uint64_t vaddr, const char **names,
+				   size_t max, size_t *count);
+
+/** @return the number of functions in the module's Go table (0 without one). */
+SFU_API size_t sfu_module__go_func_count(const struct sfu_module *m);
+
+/**
+ * sfu_module__go_func_at() - function @i of the module's Go table, in address order.
+ * @return 0, -ENOENT when @i is out of range or there is no table, -EBADMSG.
+ */
+SFU_API int sfu_module__go_func_at(const struct sfu_module *m, size_t i, struct sfu_go_func *out);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,7 @@ enum sfu_source {
 	SFU_SRC_SFRAME,		/* the module's .sframe */
 	SFU_SRC_EH_FRAME,	/* rows derived from .eh_frame */
 	SFU_SRC_FP,		/* frame-pointer walk */
+	SFU_SRC_GOPCLNTAB,	/* a Go program's own pc-to-SP-delta table (.gopclntab) */
 };
 
 enum sfu_frame_kind {
@@ -123,10 +124,12 @@ struct sfu_step {
  * @out: receives the caller's registers and the source used.
  *
  * The pc is looked up in the module's .sframe, then in the rows derived from
- * its .eh_frame (sfu_module__eh_frame_table()), then frame pointers are
+ * its .eh_frame (sfu_module__eh_frame_table()), then in a Go program's
+ * .gopclntab (its pc-to-SP-delta table; a function Go flags TOPFRAME, or one
+ * that switches stacks, ends the stack), then frame pointers are
  * walked (only frame pointers with @opts->fp_only). A row of a signal
- * trampoline (SFU_ROW_SIGNAL_FRAME) gives the registers the kernel saved in
- * its signal frame.
+ * trampoline (SFU_ROW_SIGNAL_FRAME), or Go's runtime.sigreturn, gives the
+ * registers the kernel saved in its signal frame.
  *
  * This is what a debugger's unwinder hook calls once per frame.
  *
@@ -157,15 +160,18 @@ struct sfu_lookup {
 				   see below) */
 	uint64_t func_end;	/* exclusive */
 	uint64_t row_start;	/* runtime address where the row starts to apply */
-	uint8_t source;		/* SFU_SRC_SFRAME, SFU_SRC_EH_FRAME, or SFU_SRC_NONE */
+	uint8_t source;		/* SFU_SRC_SFRAME, SFU_SRC_EH_FRAME, SFU_SRC_GOPCLNTAB, or
+				   SFU_SRC_NONE */
+	struct sfu_row row_buf;	/* holds *row where no table keeps rows (Go: fde is NULL) */
 };
 
 /**
  * sfu_unwind_lookup() - which table and row sfu_unwind_step() uses for @pc.
  * @pc: the address to look up as it is (pass a return address minus one).
  *
- * The module's .sframe first, then the rows derived from its .eh_frame, as
- * the unwinder does. A debugger's unwinder hook asks this to decide whether
+ * The module's .sframe first, then the rows derived from its .eh_frame, then
+ * a Go program's .gopclntab (a row made for @pc, fde NULL), as the unwinder
+ * does. A debugger's unwinder hook asks this to decide whether
  * to claim a frame; `info sframe` prints it.
  *
  * @return 0 with @out filled; -ENOENT when no table covers @pc (@out->mapping

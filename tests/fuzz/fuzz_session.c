@@ -134,6 +134,18 @@ static void check_samples(const struct session *s)
 				broken("stack %u: kernel frame %u after the kernel part", smp->stack, j);
 			if (!f->kernel && !f->omitted && j < st->kernel)
 				broken("stack %u: user frame %u in the kernel part", smp->stack, j);
+			/* an inlined frame is shown with the function it was inlined into, next */
+			if (f->inlined) {
+				const struct session_frame *next;
+
+				if (j + 1 >= st->count)
+					broken("stack %u: inlined frame %u ends it", smp->stack, j);
+				next = session__frame(s, st->frames[j + 1]);
+				if (next->addr != f->addr || next->module != f->module ||
+				    next->is_ra != f->is_ra || f->kernel)
+					broken("stack %u: inlined frame %u at another address than the "
+					       "next", smp->stack, j);
+			}
 		}
 		weight += smp->weight;
 		truncated += st->truncated;

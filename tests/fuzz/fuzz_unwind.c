@@ -216,7 +216,8 @@ static void check_lookup(const struct sfu_addrspace *as, uint64_t pc)
 			broken("lookup of %#llx returned %d", (unsigned long long)pc, err);
 		return;
 	}
-	if (!l.mapping || !l.fde || !l.row)
+	/* Go's table has no FDEs: the row is made for the pc */
+	if (!l.mapping || (!l.fde && l.source != SFU_SRC_GOPCLNTAB) || !l.row)
 		broken("lookup of %#llx found no mapping, FDE or row", (unsigned long long)pc);
 	if (pc < l.func_start || pc >= l.func_end)
 		broken("%#llx found in the function [%#llx, %#llx)", (unsigned long long)pc,

@@ -94,7 +94,10 @@ def record_chains(ctx, name, seconds=2, procs=1, exe=None):
 
 
 def export(ctx, data, fmt, out=None, extra=()):
-    cmd = [ctx.sfprof, 'export', '-i', data, '-f', fmt, *extra]
+    # the oracle names the dump's frames with the symbol tables, which know nothing of
+    # inlining (ld.so's and libc's debug files have inlined chains): --no-inline (inlined
+    # frames are inline_test.py's)
+    cmd = [ctx.sfprof, 'export', '--no-inline', '-i', data, '-f', fmt, *extra]
     if out:
         cmd += ['-o', out]
     log('$ ' + rt.quote(cmd))

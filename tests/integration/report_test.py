@@ -65,6 +65,9 @@ MIN_SHARE = 1.0             # rows checked against the oracle: at least this sha
 
 
 # --- running sfprof ---
+# script and collapsed are compared with the dump's frames named by nm and readelf,
+# which know nothing of inlining: they run with --no-inline (inlined frames are
+# checked against addr2line -i in inline_test.py)
 
 def sfprof(ctx, args, check=True, quiet=True):
     cmd = [ctx.sfprof, *args]
@@ -536,9 +539,10 @@ def export_collapsed(ctx, path):
     if probe.returncode != 0 or 'collapsed' not in probe.stdout:
         return None
     out = path + '.collapsed'
-    p = sfprof(ctx, ['export', '--format', 'collapsed', '-i', path, '-o', out], check=False)
+    p = sfprof(ctx, ['export', '--format', 'collapsed', '--no-inline', '-i', path, '-o', out],
+               check=False)
     if p.returncode != 0:
-        p = sfprof(ctx, ['export', '--format', 'collapsed', '-i', path])
+        p = sfprof(ctx, ['export', '--format', 'collapsed', '--no-inline', '-i', path])
         return p.stdout
     with open(out) as f:
         return f.read()
@@ -718,7 +722,7 @@ def case_chains(ctx):
               'recurse counted once per frame instead of once per sample')
 
     # script: perf script's layout, each frame as the oracle names it
-    p = sfprof(ctx, ['script', '-i', out])
+    p = sfprof(ctx, ['script', '--no-inline', '-i', out])
     text = p.stdout
     log('\n'.join(text.splitlines()[:12]))
     blocks = parse_script(text)
@@ -785,7 +789,7 @@ def case_cxx(ctx):
         log(f'--children: {fn}: report {got}%, oracle {want:.2f}%')
         expect(got is not None and abs(got - want) <= SELF_TOLERANCE and got >= 90, fails,
                f'--children: {fn}: report {got}%, oracle {want:.2f}% (want >= 90%)')
-    text = sfprof(ctx, ['script', '-i', out]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out]).stdout
     folded = stackcollapse.fold(text)
     hot = [k for k in folded if k.endswith(';main;ns::outer;ns::Klass<int>::spin')]
     log(f'folded: {sum(folded[k] for k in hot)} samples end main;ns::outer;'
@@ -826,7 +830,7 @@ def case_kernel(ctx):
         log(f'--children: {fn}: report {got}%, oracle {want:.2f}%')
         expect(got is not None and abs(got - want) <= SELF_TOLERANCE, fails,
                f'--children: {fn}: report {got}%, oracle {want:.2f}%')
-    text = sfprof(ctx, ['script', '-i', out]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out]).stdout
     fails += check_script(ctx, ksyms, prof, parse_script(text), {prog}, 'script')
     fails += check_fold(ctx, ksyms, prof, out, text, {prog}, 'folded')
     raise_fails(fails)
@@ -842,7 +846,7 @@ def case_plt(ctx):
     rep, _ = report(ctx, out)
     log('\n'.join(rep.text.splitlines()[:20]))
     fails += check_self(ctx, rep, prof, ksyms, 'report', min_share=0.5)
-    text = sfprof(ctx, ['script', '-i', out]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out]).stdout
     script = parse_script(text)
     fails += check_script(ctx, ksyms, prof, script, {prog}, 'script')
     # the stubs hold samples, named as objdump labels them (oracle_symbol's third rule)
@@ -903,7 +907,7 @@ def case_missing(ctx):
            f'offsets in sl_leaf: {in_leaf:.2f}%, oracle {leaf:.2f}%')
     for extra in (['--children'], ['--sort', 'dso']):
         report(ctx, out, *extra)
-    text = sfprof(ctx, ['script', '-i', out]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out]).stdout
     blocks = parse_script(text)
     expect(len(blocks) == len(prof.samples), fails, 'script: not one block per sample')
     # an unnamed frame is name+0xOFFSET once, the offset from the module's start: with the
@@ -970,7 +974,7 @@ def case_debugfile(ctx):
     expect(got is not None and abs(got - leaf) <= SELF_TOLERANCE, fails,
            f'with --debug-file-directory: sl_leaf {got}%, oracle {leaf:.2f}%')
     fails += check_self(ctx, rep, prof, ksyms, 'with the debug file')
-    text = sfprof(ctx, ['script', '-i', out, '--debug-file-directory', good]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out, '--debug-file-directory', good]).stdout
     fails += check_script(ctx, ksyms, prof, parse_script(text), {exe}, 'script')
     raise_fails(fails)
     # the binary gone: the debug file alone names the frames
@@ -981,7 +985,7 @@ def case_debugfile(ctx):
     expect(got is not None and abs(got - leaf) <= SELF_TOLERANCE, fails,
            f'binary gone, debug file only: sl_leaf {got}%, oracle {leaf:.2f}%')
     fails += check_self(ctx, rep, prof, ksyms, 'debug file only')
-    text = sfprof(ctx, ['script', '-i', out, '--debug-file-directory', good]).stdout
+    text = sfprof(ctx, ['script', '--no-inline', '-i', out, '--debug-file-directory', good]).stdout
     fails += check_script(ctx, ksyms, prof, parse_script(text), {exe}, 'script, debug file only')
     raise_fails(fails)
 

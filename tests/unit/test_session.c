@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Session: mappings replace whole what they overlap, as records come, at any scale; frames placed as then. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -756,6 +758,133 @@ static void test_exec_old_image(void **state)
 	free(path);
 }
 
+/* ---- inlined frames: a chain known by construction (inline_fixture.c), looked up once ---- */
+
+struct fixture_segs {
+	const char *path;
+	uintptr_t base;
+	struct model_map maps[8];
+	size_t n;
+};
+
+static int fixture_phdr(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct fixture_segs *fs = arg;
+
+	(void)size;
+	if (!info->dlpi_name || strcmp(info->dlpi_name, fs->path))
+		return 0;
+	fs->base = info->dlpi_addr;
+	for (size_t i = 0; i < info->dlpi_phnum && fs->n < 8; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		/* as the loader maps them: from the page holding the segment's start */
+		fs->maps[fs->n++] = (struct model_map){
+			start & ~(PAGE - 1), (start + ph->p_memsz + PAGE - 1) & ~(PAGE - 1),
+			ph->p_offset & ~(PAGE - 1),
+			(uint8_t)((ph->p_flags & PF_R ? 1 : 0) | (ph->p_flags & PF_W ? 2 : 0) |
+				  (ph->p_flags & PF_X ? 4 : 0)), 1 };
+	}
+	return 1;
+}
+
+static struct session *open_session_inline(const char *path, bool no_inline)
+{
+	struct session_opts opts = { .sym = { .no_debuginfod = true, .no_inline = no_inline } };
+	struct profile_diag diag;
+	struct session *s = session__open(path, &opts, &diag);
+
+	if (!s)
+		fail_msg("%s", diag.reason);
+	return s;
+}
+
+static void _check_chain(const struct session *s, const uint32_t *frames, bool is_ra,
+			 const char *const *want, size_t n, const char *file, int line)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct session_frame *f = session__frame(s, frames[k]);
+
+		if (!f->sym || strcmp(f->sym, want[k]) || f->inlined != (k + 1 < n) ||
+		    f->is_ra != is_ra || f->addr != session__frame(s, frames[n - 1])->addr ||
+		    f->rel != session__frame(s, frames[n - 1])->rel || !f->line) {
+			print_error("frame %zu: %s (inlined %d, ra %d, line %u), want %s (inlined %d, "
+				    "ra %d)\n", k, f->sym ? f->sym : "(null)", f->inlined, f->is_ra,
+				    f->line, want[k], k + 1 < n, is_ra);
+			_fail(file, line);
+		}
+	}
+}
+#define check_chain(s, fr, ra, want, n) _check_chain(s, fr, ra, want, n, __FILE__, __LINE__)
+
+static void test_inlined_frames(void **state)
+{
+	static const char *const chain[] = { "inline_fixture_inner", "inline_fixture_middle",
+					     "inline_fixture_outer" };
+	char *path = path_join_or_fail(*state, "inline.data");
+	struct fixture_segs fs = { .path = INLINE_FIXTURE };
+	void *h = dlopen(INLINE_FIXTURE, RTLD_NOW | RTLD_LOCAL);
+	void *(*outer)(void);
+	uint64_t ra, entry;
+	struct profile_module mod = { .path = INLINE_FIXTURE };
+	struct gen g;
+	struct session *s;
+	const struct session_stack *st;
+
+	if (!h)
+		fail_msg("dlopen %s: %s", INLINE_FIXTURE, dlerror());
+	*(void **)&outer = dlsym(h, "inline_fixture_outer");
+	assert_non_null(outer);
+	ra = (uintptr_t)outer();
+	entry = (uintptr_t)outer;
+	dl_iterate_phdr(fixture_phdr, &fs);
+	assert_true(fs.n > 0);
+
+	/* one module, no build ID: the file at its path is the one */
+	gen_open(&g, path);
+	assert_int_equal(profile_writer__module(g.w, &mod, &g.module_ids[0]), 0);
+	for (size_t i = 0; i < fs.n; i++)
+		gen_map(&g, 1, &fs.maps[i]);
+	/* the return address as a pc (in inline_fixture_inner) and as a caller's (its call) */
+	gen_sample(&g, 1, ra, ra);
+	/* a second stack: the same caller, from the function's entry, which has no inlined frames */
+	gen_sample(&g, 1, entry, ra);
+	gen_close(&g);
+
+	s = open_session_inline(path, false);
+	assert_int_equal(session__nsamples(s), 2);
+	st = session__stack(s, session__sample(s, 0)->stack);
+	assert_int_equal(st->count, 6);
+	check_chain(s, st->frames, false, chain, 3);
+	check_chain(s, st->frames + 3, true, chain, 3);
+	/* the pc is after the call, the caller at it: the innermost lines differ */
+	assert_int_not_equal(session__frame(s, st->frames[0])->line,
+			     session__frame(s, st->frames[3])->line);
+	st = session__stack(s, session__sample(s, 1)->stack);
+	assert_int_equal(st->count, 4);
+	check_chain(s, st->frames, false, chain + 2, 1);
+	check_chain(s, st->frames + 1, true, chain, 3);
+	/* looked up once per address: the caller's three frames are the first stack's */
+	assert_memory_equal(st->frames + 1, session__stack(s, session__sample(s, 0)->stack)->frames + 3,
+			    3 * sizeof(uint32_t));
+	assert_int_equal(session__nframes(s), 7);
+	session__free(s);
+
+	/* --no-inline: one frame per address, the real function's */
+	s = open_session_inline(path, true);
+	st = session__stack(s, session__sample(s, 0)->stack);
+	assert_int_equal(st->count, 2);
+	check_chain(s, st->frames, false, chain + 2, 1);
+	check_chain(s, st->frames + 1, true, chain + 2, 1);
+	assert_int_equal(session__nframes(s), 3);
+	session__free(s);
+	dlclose(h);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -777,6 +906,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout_frames, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_jit_names, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_exec_old_image, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_inlined_frames, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,7 @@ static const char usage[] =
 	"                         none by its executable), exe, or comm\n"
 	"      --no-symbolize     push user frames as addresses in mappings with build IDs,\n"
 	"                         for servers that symbolize themselves (Parca)\n"
+	"      --no-inline        no functions inlined (DWARF's) as frames of their own\n"
 	"      --tenant ID        send X-Scope-OrgID: ID (a multi-tenant Pyroscope)\n"
 	"      --bearer-token-file FILE  send Authorization: Bearer with FILE's first line\n"
 	"      --basic-auth-file FILE    basic authentication, FILE's first line USER:PASSWORD\n"
@@ -216,7 +217,7 @@ static int parse_uint(const char *arg, uint64_t min, uint64_t max, uint64_t *v)
 
 enum {
 	OPT_WINDOW = 0x3000, OPT_OUTPUT_DIR, OPT_KEEP_COUNT, OPT_KEEP_BYTES, OPT_KEEP_AGE,
-	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
+	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_NO_INLINE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
 	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
 	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF, OPT_PUSH_TIMEOUT,
 };
@@ -235,6 +236,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "push", required_argument, NULL, OPT_PUSH },
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 		{ "tenant", required_argument, NULL, OPT_TENANT },
 		{ "bearer-token-file", required_argument, NULL, OPT_BEARER },
 		{ "basic-auth-file", required_argument, NULL, OPT_BASIC },
@@ -320,6 +322,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		case OPT_NO_SYMBOLIZE:
 			a->push.no_symbolize = true;
+			break;
+		case OPT_NO_INLINE:
+			a->push.no_inline = true;
 			break;
 		case OPT_TENANT:
 			for (const char *s = optarg; *s; s++)

@@ -661,6 +661,8 @@ static int convert(struct pusher *p, const struct window *w)
 	bool *has;
 	int err = 0;
 
+	/* a server that symbolizes gets no names from here: no inlined ones either */
+	sopts.sym.no_inline = p->o.no_inline || p->o.no_symbolize;
 	if (!p->sym && !(p->sym = symbolizer__new(&sopts.sym)))
 		return -ENOMEM;
 	sopts.symbolizer = p->sym;

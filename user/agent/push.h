@@ -19,6 +19,7 @@ struct push_opts {
 	const char *basic_auth;		/* USER:PASSWORD, or NULL */
 	enum group_by group_by;
 	bool no_symbolize;
+	bool no_inline;			/* no inlined frames (Lines of a Location) */
 	const char *host;		/* the host label */
 	uint32_t sample_rate;		/* Hz */
 	double flush_secs;		/* at stop, how long to go on pushing what is spooled */

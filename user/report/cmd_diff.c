@@ -21,6 +21,7 @@ static const char usage[] =
 	"                   [--dsos LIST] [--comms LIST] [--symbols LIST] [--baseline-only]\n"
 	"                   [--event NAME]\n"
 	"                   [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
+	"                     [--no-inline]\n"
 	"\n"
 	"Compare two profiles as `perf diff OLD NEW` does (default sfprof.data.old and\n"
 	"sfprof.data, the two last recordings): one row per distinct combination of the\n"
@@ -47,6 +48,7 @@ static const char usage[] =
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
+	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n"
 	"\n"
 	"Symbols are [.] for user code and [k] for the kernel; an address no symbol\n"
 	"covers is module+0xoffset, which matches only the same offset in the other\n"
@@ -183,6 +185,21 @@ static int parse_sort(struct diff *d, const char *arg)
 	return err;
 }
 
+/*
+ * The innermost frame of a stack that is a real function: self time is its,
+ * not that of the functions inlined at its address, as in report's rows
+ * and in perf diff's.
+ */
+static const struct session_frame *leaf_function(const struct session *s,
+						 const struct session_stack *st)
+{
+	uint32_t i = 0;
+
+	while (i + 1 < st->count && session__frame(s, st->frames[i])->inlined)
+		i++;
+	return session__frame(s, st->frames[i]);
+}
+
 /* Add the samples of file @side (0 OLD, 1 NEW) to the rows. */
 static int add_samples(struct diff *d, const struct session *s, int side)
 {
@@ -193,7 +210,7 @@ static int add_samples(struct diff *d, const struct session *s, int side)
 	for (size_t i = 0; i < n; i++) {
 		const struct session_sample *smp = session__sample(s, i);
 		const struct session_stack *st = session__stack(s, smp->stack);
-		const struct session_frame *f = st->count ? session__frame(s, st->frames[0]) : NULL;
+		const struct session_frame *f = st->count ? leaf_function(s, st) : NULL;
 		const char *dso = f && f->dso ? f->dso : "[unknown]";
 		const char *sym = f ? session_frame_name(f, name, sizeof(name)) : "[unknown]";
 		const char *comm = smp->comm ? smp->comm : "";

@@ -23,6 +23,7 @@ static const char usage[] =
 	"                     [--comm COMMS] [--pid PIDS] [--tid TIDS] [--dso DSOS]\n"
 	"                     [--symbols SYMS] [--time RANGE] [--percentage relative|absolute]\n"
 	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
+	"                     [--no-inline]\n"
 	"\n"
 	"Print where a profile's samples were taken (default sfprof.data), as\n"
 	"`perf report --stdio` does: a header with the totals, then one row per\n"
@@ -63,10 +64,14 @@ static const char usage[] =
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
+	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n"
 	"\n"
 	"Self is the share of samples whose innermost frame (in the kernel if the\n"
 	"sample was taken there) falls in the row. Symbols are [.] for user code and\n"
 	"[k] for the kernel; an address no symbol covers shows as module+0xoffset.\n"
+	"Functions inlined at an address (from DWARF) are frames of their own, shown\n"
+	"\"NAME (inlined)\" in chains and --children rows; self time goes to the\n"
+	"function they were inlined into, as in perf.\n"
 	"Names, modules and comms are printed escaped: bytes that are not UTF-8 and\n"
 	"control characters as \\xHH, \\n, \\t, \\r or \\uHHHH, a backslash as \\\\.\n"
 	"In a profile made from a trace (sfprof import), samples are weighted by\n"
@@ -281,6 +286,41 @@ static uint32_t chain_of(struct report *r, const struct session_stack *st)
 	return n;
 }
 
+/*
+ * The position in chain_frames (of @n) of the sample's function: self time
+ * is the real function's, as perf's, not that of the functions inlined at
+ * its address, which are rows only with --children.
+ */
+static uint32_t real_leaf(struct report *r, uint32_t n)
+{
+	uint32_t leaf = 0;
+
+	while (leaf + 1 < n && session__frame(r->s, r->chain_frames[leaf])->inlined)
+		leaf++;
+	return leaf;
+}
+
+/*
+ * real_leaf() of a stack without copying its frames (once per sample): in
+ * *@leaf. @return false when the stack has no frames.
+ */
+static bool sample_leaf(struct report *r, const struct session_stack *st, uint32_t *leaf)
+{
+	bool found = false;
+
+	for (uint32_t j = 0; j < st->count; j++) {
+		const struct session_frame *f = session__frame(r->s, st->frames[j]);
+
+		if (f->omitted)
+			continue;
+		*leaf = st->frames[j];
+		found = true;
+		if (!f->inlined)
+			break;
+	}
+	return found;
+}
+
 /* Whether frame @i passes --dso and --symbols. */
 static bool frame_shown(struct report *r, uint32_t i)
 {
@@ -326,6 +366,7 @@ static int group_samples(struct report *r, uint32_t event, struct section *sec)
 		const struct session_stack *st;
 		struct group_key key = { 0 };
 		uint64_t *idx;
+		uint32_t leaf;
 		bool shown;
 
 		if (smp->event != event || !report_filter__in_time(&r->filter, smp->time_ns))
@@ -349,7 +390,7 @@ static int group_samples(struct report *r, uint32_t event, struct section *sec)
 		}
 		if (!report_filter__thread(&r->filter, smp->pid, smp->tid, smp->comm))
 			continue;
-		shown = chain_of(r, st) ? frame_shown(r, r->chain_frames[0]) : none_shown(r);
+		shown = sample_leaf(r, st, &leaf) ? frame_shown(r, leaf) : none_shown(r);
 		if (shown) {
 			sec->shown_samples++;
 			sec->shown_weight += smp->weight;
@@ -404,6 +445,24 @@ static void srcline_text(const struct session_frame *f, char *buf, size_t cap)
 	}
 }
 
+/*
+ * A frame's function as rows and chains show it: an inlined function with
+ * " (inlined)" after it, as perf 6.1's report --inline shows it both in
+ * --children rows ("[.] mix_leaf (inlined)") and in call chains.
+ */
+static const char *inline_name(const struct session_frame *f, char *buf, size_t cap)
+{
+	const char *name = session_frame_name(f, buf, cap);
+
+	if (!f->inlined)
+		return name;
+	if (name != buf)
+		snprintf(buf, cap, "%s (inlined)", name);
+	else
+		snprintf(buf + strlen(buf), cap - strlen(buf), " (inlined)");
+	return buf;
+}
+
 /* Frame @i's module and symbol columns, interned once per frame. */
 static int frame_ids(struct report *r, uint32_t i, uint32_t *dso, uint32_t *sym, uint32_t *src)
 {
@@ -431,7 +490,7 @@ static int frame_ids(struct report *r, uint32_t i, uint32_t *dso, uint32_t *sym,
 	r->buf[1] = f->kernel ? 'k' : '.';
 	r->buf[2] = ']';
 	r->buf[3] = ' ';
-	text_escape(r->buf + 4, sizeof(r->buf) - 4, session_frame_name(f, name, sizeof(name)), 0);
+	text_escape(r->buf + 4, sizeof(r->buf) - 4, inline_name(f, name, sizeof(name)), 0);
 	if ((err = intern_shown(r, r->buf, sym)))
 		return err;
 	r->frame_dso[i] = *dso;
@@ -451,7 +510,7 @@ static int chain_key(struct report *r, uint32_t i, uint64_t *key)
 	if (!r->frame_chain[i]) {
 		char name[320];
 
-		err = intern(r, session_frame_name(session__frame(r->s, i), name, sizeof(name)),
+		err = intern(r, inline_name(session__frame(r->s, i), name, sizeof(name)),
 			     &r->frame_chain[i]);
 		if (err)
 			return err;
@@ -467,9 +526,12 @@ static const char *chain_name(uint64_t key, void *arg)
 	return r->strs.strs[(uint32_t)key];
 }
 
-/* The row of group @g at frame @frame (UINT32_MAX: a sample without frames). */
+/*
+ * The row of group @g at frame @frame (UINT32_MAX: a sample without frames),
+ * its source line @src_frame's (the innermost frame of @frame's address).
+ */
 static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32_t frame,
-		  struct row **out)
+		  uint32_t src_frame, struct row **out)
 {
 	uint32_t key[NKEYS] = { 0 };
 	uint64_t *idx;
@@ -495,6 +557,11 @@ static int row_of(struct report *r, const struct group *g, uint32_t comm, uint32
 			src = dso;
 		} else if ((err = frame_ids(r, frame, &dso, &sym, &src))) {
 			return err;
+		} else if (src_frame != frame) {
+			uint32_t sdso, ssym;
+
+			if ((err = frame_ids(r, src_frame, &sdso, &ssym, &src)))
+				return err;
 		}
 		if (r->use[KEY_DSO])
 			key[KEY_DSO] = dso;
@@ -555,13 +622,15 @@ static int make_rows(struct report *r)
 	for (size_t i = 0; i < r->ngroups; i++) {
 		const struct group *g = &r->groups[i];
 		const struct session_stack *st = session__stack(r->s, g->key.stack);
-		uint32_t comm = 0, n = chain_of(r, st);
+		uint32_t comm = 0, n = chain_of(r, st), leaf = real_leaf(r, n);
 		struct row *row;
 
+		/* the self row's source line is the address's: the innermost frame's */
 		if (r->use[KEY_COMM] && (err = intern(r, g->comm, &comm)))
 			return err;
-		if (n ? frame_shown(r, r->chain_frames[0]) : none_shown(r)) {
-			if ((err = row_of(r, g, comm, n ? r->chain_frames[0] : UINT32_MAX, &row)))
+		if (n ? frame_shown(r, r->chain_frames[leaf]) : none_shown(r)) {
+			if ((err = row_of(r, g, comm, n ? r->chain_frames[leaf] : UINT32_MAX,
+					  n ? r->chain_frames[0] : UINT32_MAX, &row)))
 				return err;
 			row->self += g->weight;
 			/* groups come in sample order: a pid shows the name of its last image */
@@ -580,7 +649,7 @@ static int make_rows(struct report *r)
 
 			if (!frame_shown(r, fi))
 				continue;
-			if ((err = row_of(r, g, comm, fi, &row)))
+			if ((err = row_of(r, g, comm, fi, fi, &row)))
 				return err;
 			/* once per sample however often the row recurs in the stack */
 			if (row->stamp != i + 1) {

@@ -14,6 +14,7 @@
 static const char usage[] =
 	"usage: sfprof script [-i FILE] [-F FIELDS] [--debug-file-directory DIR]...\n"
 	"                     [--no-debuginfod] [--kallsyms FILE]\n"
+	"                     [--no-inline]\n"
 	"\n"
 	"Print each sample of a profile (default sfprof.data) as `perf script` prints a\n"
 	"cpu-clock recording with call graphs, so that FlameGraph's stackcollapse-perf.pl\n"
@@ -47,7 +48,8 @@ static const char usage[] =
 	"      --debug-file-directory DIR\n"
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
-	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n";
+	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
+	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n";
 
 enum field {
 	F_COMM, F_TID, F_PID, F_TIME, F_CPU, F_EVENT, F_PERIOD, F_IP, F_SYM, F_DSO, F_SYMOFF,
@@ -143,8 +145,9 @@ static char *frame_line(const struct session_frame *f, unsigned fields)
 		free(esc);
 	}
 	shown = text_dup(session_frame_name(f, name, sizeof(name)), 0);
-	mod = text_dup(f->kernel ? "[kernel.kallsyms]" : f->dso_path ? f->dso_path
-					 : f->dso ? f->dso : "[unknown]", 0);
+	/* perf script --inline (perf 6.1) names an inlined frame's module "(inlined)" */
+	mod = text_dup(f->kernel ? "[kernel.kallsyms]" : f->inlined ? "inlined" : f->dso_path ?
+		       f->dso_path : f->dso ? f->dso : "[unknown]", 0);
 	if (shown && mod)
 		n = asprintf(&line, "\t%s%s%s%s%s%s%s\n", addr,
 			     fields & (F(F_SYM) | F(F_SYMOFF)) ? " " : "",

@@ -88,6 +88,9 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 		uint64_t addr;
 		size_t map;
 
+		/* the markup filter finds the functions inlined at an address itself */
+		if (f->inlined)
+			continue;
 		if (f->omitted) {
 			fprintf(out, "    [%" PRIu64 " frames omitted]\n", f->omitted);
 			n += f->omitted;

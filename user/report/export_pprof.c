@@ -28,6 +28,9 @@ enum {
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
+/* The most Lines of one Location: the session's deepest inlined chain (MAX_INLINED). */
+#define MAX_INLINED_LINES 64
+
 /* A growing protobuf buffer; an allocation failure is remembered and reported at the end. */
 struct pb {
 	uint8_t *p;
@@ -251,11 +254,18 @@ static struct image_layout *layout(struct pprof *p, uint32_t image)
 	return l;
 }
 
-static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
+/*
+ * The Location of frame @frame of image @image; @inlined are the @ninlined
+ * frames inlined at its address (innermost first), its Lines before its
+ * own, innermost first as profile.proto orders them.
+ */
+static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
+			    const uint32_t *inlined, uint32_t ninlined)
 {
 	const struct session_frame *f = session__frame(p->s, frame);
 	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
+	uint32_t inlined_fn[MAX_INLINED_LINES];
 	bool named;
 	struct image_layout *l;
 	uint64_t addr = f->addr;
@@ -284,11 +294,27 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame)
 	named = !p->o->no_symbolize || f->kernel || !map_id || (!f->module && f->sym);
 	/* before the location's fields: a new function is built in the same buffer */
 	fn = named ? function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file) : 0;
+	if (ninlined > MAX_INLINED_LINES) {
+		/* the innermost ones: the session holds no deeper chain than that */
+		ninlined = MAX_INLINED_LINES;
+	}
+	for (uint32_t i = 0; named && i < ninlined; i++) {
+		const struct session_frame *in = session__frame(p->s, inlined[i]);
+
+		inlined_fn[i] = function_id(p, session_frame_name(in, buf, sizeof(buf)), in->file);
+	}
 	id = ++p->nlocations;
 	pb_uint(&p->msg, LOCATION_ID, id);
 	pb_uint(&p->msg, LOCATION_MAPPING_ID, map_id);
 	pb_uint(&p->msg, LOCATION_ADDRESS, addr);
 	if (named) {
+		for (uint32_t i = 0; i < ninlined; i++) {
+			const struct session_frame *in = session__frame(p->s, inlined[i]);
+
+			pb_uint(&p->line, LINE_FUNCTION_ID, inlined_fn[i]);
+			pb_uint(&p->line, LINE_LINE, in->line);
+			pb_msg(&p->msg, LOCATION_LINE, &p->line);
+		}
 		pb_uint(&p->line, LINE_FUNCTION_ID, fn);
 		pb_uint(&p->line, LINE_LINE, f->line);
 		pb_msg(&p->msg, LOCATION_LINE, &p->line);
@@ -330,9 +356,19 @@ static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_
 	const struct session_stack *st = session__stack(p->s, sm->stack);
 
 	/* leaf first, as the session keeps them: kernel frames, then user frames */
-	for (uint32_t i = 0; i < st->count; i++)
-		if (!session__frame(p->s, st->frames[i])->omitted)
-			pb_varint(ids, location_id(p, sm->image, st->frames[i]));
+	for (uint32_t i = 0, run = 0; i < st->count; i++) {
+		const struct session_frame *f = session__frame(p->s, st->frames[i]);
+
+		/* the frames inlined at an address are Lines of the real function's Location */
+		if (f->inlined) {
+			run++;
+			continue;
+		}
+		if (!f->omitted)
+			pb_varint(ids, location_id(p, sm->image, st->frames[i], st->frames + i - run,
+						   run));
+		run = 0;
+	}
 	if (ids->len)
 		pb_bytes(sample, SAMPLE_LOCATION_ID, ids->p, ids->len);
 	ids->len = 0;

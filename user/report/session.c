@@ -15,6 +15,8 @@
 #include "util/vec.h"
 
 #define MAX_FRAMES 4096
+/* The deepest inlined chain shown at one address; deeper ones keep their innermost frames. */
+#define MAX_INLINED 64
 /*
  * The frames all stacks hold together: this many, and this many more per
  * byte of the stack records read. A CBF `rep` makes one byte thousands of
@@ -31,6 +33,7 @@ struct session {
 	struct session_totals totals;
 	struct symbolizer *sym;
 	bool sym_borrowed;	/* opts->symbolizer: not freed here */
+	bool no_inline;		/* opts->sym.no_inline: no inlined frames */
 	struct session_archive *archive;	/* an archive's unpacked files, NULL for a profile */
 	char **strings;			/* every string the session owns */
 	size_t nstrings, strings_cap;
@@ -59,7 +62,11 @@ struct session {
 	struct hmap *by_pid;		/* pid -> current image | PID_SAMPLED */
 	struct hmap *by_tid;		/* tid -> string index of its name */
 	struct hmap *stack_keys;	/* (image, ustack id << 32 | kstack id) -> stack + 1 */
-	struct hmap *frame_keys;	/* (b, a << 32 | is_ra << 8 | kind) -> frame + 1 */
+	/*
+	 * (b, a << 32 | is_ra << 8 | kind) -> frame + 1; a user frame's value
+	 * holds in bits 32-63 the number of inlined frames made before it.
+	 */
+	struct hmap *frame_keys;
 	struct profile_reader *reader;
 	/*
 	 * JIT code (perf maps, jitdumps) in the order of its records; after
@@ -293,8 +300,51 @@ static int frame_entry(struct session *s, unsigned kind, bool is_ra, uint32_t a,
 	return 0;
 }
 
-/* The frame for a user address of an image. */
-static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_ra, uint32_t *idx)
+/*
+ * The inlined frames at the address of user frame @f, which names a function
+ * of @mod found at ELF address @vaddr, made (innermost first) just before
+ * the caller adds @f itself, whose line becomes the outermost call site's:
+ * the symbolizer is asked once per (module, offset, is_ra), as the frame
+ * is. @return the number made, or -ENOMEM.
+ */
+static int inlined_frames(struct session *s, struct session_module *mod, uint64_t vaddr,
+			  struct session_frame *f)
+{
+	struct sym_frame chain[MAX_INLINED];
+	size_t n;
+	uint64_t unused;
+	uint32_t idx;
+
+	/* a return address is placed at its call, as its name and line are */
+	n = symbolizer__lookup_inlined(s->sym, mod->sym, f->is_ra && vaddr ? vaddr - 1 : vaddr,
+				       chain, MAX_INLINED);
+	if (n < 2)
+		return 0;
+	if (n > MAX_INLINED) {
+		n = MAX_INLINED;	/* the innermost ones; the real frame keeps its own line */
+	} else {
+		f->file = chain[n - 1].file;
+		f->line = chain[n - 1].line;
+	}
+	for (size_t i = 0; i + 1 < n; i++) {
+		struct session_frame in = *f;
+
+		in.sym = chain[i].name;
+		in.file = chain[i].file;
+		in.line = chain[i].line;
+		in.inlined = true;
+		if (add_frame(s, &in, &unused, &idx))
+			return -ENOMEM;
+	}
+	return (int)(n - 1);
+}
+
+/*
+ * The frame for a user address of an image: *@idx, with *@ninl inlined
+ * frames before it (indexes *@idx - *@ninl to *@idx - 1, innermost first).
+ */
+static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_ra, uint32_t *idx,
+		      uint32_t *ninl)
 {
 	/* a return address belongs with its call, which may end the mapping before it */
 	const struct session_map *m = find_map(s, image, is_ra && addr ? addr - 1 : addr);
@@ -302,8 +352,9 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 	struct session_module *mod;
 	struct sym_info info;
 	uint64_t off, *v;
-	int err;
+	int err, n = 0;
 
+	*ninl = 0;
 	if (!m || !m->module) {
 		if ((err = frame_entry(s, KEY_UNMAPPED, is_ra, image, addr, &v, idx)) || *v)
 			return err;
@@ -313,8 +364,10 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 		return add_frame(s, &f, v, idx);
 	}
 	off = addr - m->start + m->file_offset;
-	if ((err = frame_entry(s, KEY_USER, is_ra, m->module, off, &v, idx)) || *v)
+	if ((err = frame_entry(s, KEY_USER, is_ra, m->module, off, &v, idx)) || *v) {
+		*ninl = (uint32_t)(*v >> 32);
 		return err;
+	}
 	mod = &s->modules[m->module - 1];
 	if (!mod->sym && mod->path)
 		mod->sym = symbolizer__module(s->sym, mod->build_id, mod->build_id_len, mod->path);
@@ -328,6 +381,10 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 		f.offset = info.offset;
 		f.file = info.file;
 		f.line = info.line;
+		f.rel = info.vaddr;
+		/* @v points into the hmap, which adding frames does not change */
+		if (!s->no_inline && (n = inlined_frames(s, mod, info.vaddr, &f)) < 0)
+			return n;
 	} else {
 		/*
 		 * module+0xADDR names the address in the ELF file, the one the
@@ -338,7 +395,11 @@ static int user_frame(struct session *s, uint32_t image, uint64_t addr, bool is_
 		f.offset = info.vaddr;
 	}
 	f.rel = info.vaddr;
-	return add_frame(s, &f, v, idx);
+	if ((err = add_frame(s, &f, v, idx)))
+		return err;
+	*v |= (uint64_t)n << 32;
+	*ninl = (uint32_t)n;
+	return 0;
 }
 
 static int kernel_frame(struct session *s, uint64_t addr, bool is_ra, uint32_t *idx)
@@ -399,7 +460,7 @@ static bool decode_stack(struct session *s, const uint8_t *cbf, size_t len, bool
 
 	sfu_cbf_dec__init(&dec, cbf, len, 0, NULL);
 	while (!sfu_cbf_dec__next(&dec, &f)) {
-		uint32_t idx;
+		uint32_t idx, ninl = 0;
 		int err;
 
 		if (f.kind == SFU_CBF_END)
@@ -418,9 +479,17 @@ static bool decode_stack(struct session *s, const uint8_t *cbf, size_t len, bool
 		else if (kernel)
 			err = kernel_frame(s, f.value, f.kind != SFU_CBF_PC, &idx);
 		else
-			err = user_frame(s, image, f.value, f.kind != SFU_CBF_PC, &idx);
+			err = user_frame(s, image, f.value, f.kind != SFU_CBF_PC, &idx, &ninl);
 		if (err)
 			break;
+		if (ninl && *n + ninl + 1 > limit) {
+			/* a frame is shown with all of its inlined ones or not at all */
+			truncated = true;
+			*cut |= limit < MAX_FRAMES;
+			break;
+		}
+		for (uint32_t k = ninl; k > 0; k--)
+			s->scratch[(*n)++] = idx - k;
 		s->scratch[(*n)++] = idx;
 	}
 	return truncated;
@@ -1017,6 +1086,8 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	} else if (s) {
 		s->sym = symbolizer__new(opts ? &opts->sym : NULL);
 	}
+	if (s)
+		s->no_inline = opts && opts->sym.no_inline;
 	if (!s || !s->sym ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
 	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128)) ||

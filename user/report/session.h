@@ -33,6 +33,15 @@ struct session_frame {
 	uint32_t module;	/* session module index + 1; 0 for kernel and unknown */
 	bool kernel;
 	bool is_ra;		/* a return address (callers); frame 0 is a precise pc */
+	/*
+	 * A function inlined into the next frame, at the same address (DWARF's
+	 * inlined subroutines, innermost first): its own name, file and line
+	 * (the line table's for the innermost, else the call site of the one
+	 * before); offset is the real function's. The next frame that is not
+	 * inlined is the real function, with the line of the outermost call
+	 * site. None without DWARF, or with symbolizer_opts.no_inline.
+	 */
+	bool inlined;
 	uint64_t omitted;	/* not a frame: this many frames were left out here */
 	/*
 	 * Not code: in place of the user stack of a sample taken inside execve

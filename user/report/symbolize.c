@@ -46,6 +46,7 @@ struct sym_module {
 	size_t ndsyms;
 	struct hmap *die_names;	/* a DWARF name string -> its demangled copy (char *) */
 	struct hmap *paths;	/* a relative DWARF file name -> it under its CU's directory (char *) */
+	struct hmap *cu_funcs;	/* a CU's DIE offset -> its functions' ranges (struct cu_funcs *) */
 	struct plt_names *plt;	/* the binary's PLT stubs, read on first use */
 	bool plt_read;
 	uint8_t *key;		/* its key in module_keys */
@@ -109,12 +110,16 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	return s;
 }
 
+static void cu_funcs_free(void *p);
+
 /* Let go of @m's DWARF and what is kept by its strings' addresses; opened again when asked. */
 static void module_drop_dwarf(struct sym_module *m)
 {
 	hmap__free_values(m->die_names, free);
 	hmap__free_values(m->paths, free);
+	hmap__free_values(m->cu_funcs, cu_funcs_free);
 	m->die_names = m->paths = NULL;
+	m->cu_funcs = NULL;
 	if (m->dwarf)
 		dwarf_end(m->dwarf);
 	if (m->dwarf_fd >= 0)
@@ -1015,6 +1020,17 @@ static const char *plt_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *of
 	return plt_names__lookup(m->plt, vaddr, offset);
 }
 
+/* A Go program stripped of its symbols (-ldflags=-s) still names its functions in .gopclntab. */
+static const char *go_lookup(struct sym_module *m, uint64_t vaddr, uint64_t *offset)
+{
+	struct sfu_go_func f;
+
+	if (sfu_module__go_func(m->bin, vaddr, &f))
+		return NULL;
+	*offset = vaddr - f.entry;
+	return f.name;
+}
+
 /* Name ELF address @vaddr of @m. */
 static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t vaddr, bool is_ra,
 			 struct sym_info *out)
@@ -1029,7 +1045,7 @@ static bool lookup_vaddr(struct symbolizer *s, struct sym_module *m, uint64_t va
 	    sfu_module__symbolize(m->bin, look, &name, &off) &&
 	    !(name = label_lookup(m, look, &off))) {
 		/* no symbol: a PLT stub is named NAME@plt, as objdump and perf name it */
-		if (!(name = plt_lookup(m, look, &off)))
+		if (!(name = go_lookup(m, look, &off)) && !(name = plt_lookup(m, look, &off)))
 			return false;
 		out->offset = off;
 		out->name = name;
@@ -1153,6 +1169,118 @@ static size_t inline_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, uns
 	return n;
 }
 
+/* A function's range of addresses in a CU (a DW_AT_ranges function has several). */
+struct func_range {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+};
+
+/* The functions of one CU by address: inline_chain() from the CU's DIE walks all of its DIEs. */
+struct cu_funcs {
+	struct func_range *r;
+	size_t n, cap;
+};
+
+static void cu_funcs_free(void *p)
+{
+	struct cu_funcs *cf = p;
+
+	if (cf)
+		free(cf->r);
+	free(cf);
+}
+
+static int func_range_cmp(const void *pa, const void *pb)
+{
+	const struct func_range *a = pa, *b = pb;
+
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* The subprograms under @parent with addresses, in scopes without addresses @level deep. */
+static int cu_funcs_add(struct cu_funcs *cf, Dwarf_Die *parent, unsigned level)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(parent, &child))
+		return 0;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (VEC_RESERVE(cf->r, cf->cap, cf->n + 1, 256))
+					return -ENOMEM;
+				cf->r[cf->n++] = (struct func_range){ lo, hi, dwarf_dieoffset(&child) };
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_module:
+			/* as inline_chain(): definitions nested in scopes without addresses */
+			if (level < 64 && cu_funcs_add(cf, &child, level + 1))
+				return -ENOMEM;
+			break;
+		default:
+			break;
+		}
+	} while (!dwarf_siblingof(&child, &child));
+	return 0;
+}
+
+/*
+ * inline_chain() of @cu at @pc through an index of the CU's functions made
+ * on first use, so that a CU's DIEs are walked once, not once per address:
+ * the function holding @pc, then the chain within it. The index missing
+ * (no memory), the CU is walked. @return the number of DIEs.
+ */
+static size_t cu_inline_chain(struct sym_module *m, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *chain)
+{
+	Dwarf_Off cu_off = dwarf_dieoffset(cu);
+	struct cu_funcs *cf;
+	size_t lo = 0, hi, scanned = 0;
+	uint64_t *v;
+
+	if ((!m->cu_funcs && !(m->cu_funcs = hmap__new(HMAP_U64))) ||
+	    hmap__entry_u64(m->cu_funcs, cu_off, &v))
+		return inline_chain(cu, pc, chain, 0);
+	if (!*v) {
+		if (!(cf = calloc(1, sizeof(*cf))) || cu_funcs_add(cf, cu, 0)) {
+			cu_funcs_free(cf);
+			hmap__delete_u64(m->cu_funcs, cu_off, NULL);
+			return inline_chain(cu, pc, chain, 0);
+		}
+		qsort(cf->r, cf->n, sizeof(*cf->r), func_range_cmp);
+		*v = (uintptr_t)cf;
+	}
+	cf = (struct cu_funcs *)(uintptr_t)*v;
+	hi = cf->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cf->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges that overlap (rare: a hostile file) are looked through, a bounded number */
+	for (size_t i = lo; i-- > 0 && scanned++ < 64;) {
+		Dwarf_Die die;
+
+		if (pc >= cf->r[i].hi || !dwarf_offdie(m->dwarf, cf->r[i].die, &die))
+			continue;
+		chain[0] = die;
+		/* room for MAX_INLINE_DEPTH more after it */
+		return 1 + inline_chain(&die, pc, chain + 1, 0);
+	}
+	return 0;
+}
+
 /*
  * The source file the symbol table gives the local function starting at
  * @start (the STT_FILE before it), or NULL: what llvm-symbolizer names a
@@ -1189,6 +1317,25 @@ static const char *symtab_function(struct sym_module *m, uint64_t vaddr, const c
 	return sym_demangled(m, best->name);
 }
 
+/*
+ * Where DWARF says nothing (a Go program built with -ldflags=-w), Go's own
+ * inline tree: the functions inlined at @vaddr, innermost first, then the one
+ * they were inlined into. @return their count, 0 where nothing is inlined.
+ */
+static size_t go_inlined(struct sym_module *m, uint64_t vaddr, struct sym_frame *frames,
+			 size_t cap)
+{
+	const char *names[MAX_INLINE_DEPTH];
+	size_t n;
+
+	if (sfu_module__go_inlined(m->bin, vaddr, names, MAX_INLINE_DEPTH, &n) || n < 2 ||
+	    n > MAX_INLINE_DEPTH)
+		return 0;
+	for (size_t i = 0; i < n && i < cap; i++)
+		frames[i] = (struct sym_frame){ .name = names[i] };
+	return n;
+}
+
 size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, uint64_t vaddr,
 				  struct sym_frame *frames, size_t cap)
 {
@@ -1202,8 +1349,12 @@ size_t symbolizer__lookup_inlined(struct symbolizer *s, struct sym_module *m, ui
 	module_dwarf(m);
 	bool have_cu = m->dwarf && dwarf_addrdie(m->dwarf, vaddr, &cu);
 
-	if (have_cu && (chain = malloc(MAX_INLINE_DEPTH * sizeof(*chain))))
-		n = inline_chain(&cu, vaddr, chain, 0);
+	if (have_cu && (chain = malloc((MAX_INLINE_DEPTH + 1) * sizeof(*chain))))
+		n = cu_inline_chain(m, &cu, vaddr, chain);
+	if (!n && (n = go_inlined(m, vaddr, frames, cap))) {
+		free(chain);
+		return n;
+	}
 	if (!n) {
 		const char *file = NULL, *name = symtab_function(m, vaddr, &file);
 		struct sym_frame f = { .name = name };

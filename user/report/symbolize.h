@@ -13,6 +13,7 @@ struct symbolizer_opts {
 	const char *kallsyms;		/* default /proc/kallsyms */
 	bool no_debuginfod;		/* even when DEBUGINFOD_URLS is set */
 	bool no_lines;			/* skip DWARF line lookups */
+	bool no_inline;			/* sessions show no inlined frames (--no-inline) */
 	/*
 	 * Build-ID trees (--buildid-dir, an unpacked archive): a binary missing
 	 * at its recorded path, or replaced there, is looked for in them, then
