@@ -380,10 +380,12 @@ static int step_go(const struct sfu_mapping *m, const struct sfu_unwind_opts *op
 	/*
 	 * systemstack, mcall, morestack: the code they call runs on a stack
 	 * that starts at them (the g0 stack, whose older frames are stale).
-	 * Inside one, the SP may already be the other stack's.
+	 * Inside one, the SP may already be the other stack's. The frames
+	 * that called them are on the goroutine's stack, which Go finds
+	 * through the g register: the stack is cut here, not complete.
 	 */
 	if ((f.flags & GO_FUNC_SPWRITE) && !go_sigtramp(f.name))
-		return first ? SFU_STOP_BAD_INFO : SFU_STOP_OUTERMOST;
+		return first ? SFU_STOP_BAD_INFO : SFU_STOP_STACK_SWITCH;
 	if (sfu_gopclntab__spdelta(t, &f, pc, &delta, NULL) || delta < 0)
 		return SFU_STOP_BAD_INFO;
 	if (opts->arch == SFU_ARCH_AARCH64) {
@@ -599,6 +601,7 @@ const char *sfu_stop_name(int stop)
 	case SFU_STOP_MEMORY: return "unreadable memory";
 	case SFU_STOP_DEPTH: return "depth limit";
 	case SFU_STOP_CFA_NOT_INCREASING: return "CFA not increasing";
+	case SFU_STOP_STACK_SWITCH: return "stack switched";
 	default: return "unknown";
 	}
 }

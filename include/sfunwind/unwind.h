@@ -78,6 +78,8 @@ enum sfu_stop {
 	SFU_STOP_MEMORY,	/* reading the stack failed */
 	SFU_STOP_DEPTH,		/* the frame array is full */
 	SFU_STOP_CFA_NOT_INCREASING,	/* the stack pointer did not move up */
+	SFU_STOP_STACK_SWITCH,	/* the caller switched stacks to call it (Go's systemstack,
+				   mcall, morestack): the older frames are on another stack */
 };
 
 /*

@@ -279,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	r1 = (struct reader){ { regs.sp, stack, len }, 0 };
 	stop = sfu_unwind(as, &opts, &regs, read_stack, &r1, frames, MAX_FRAMES, &n);
-	if (stop < SFU_STOP_OUTERMOST || stop > SFU_STOP_CFA_NOT_INCREASING)
+	if (stop < SFU_STOP_OUTERMOST || stop > SFU_STOP_STACK_SWITCH)
 		broken("stop reason %d", stop);
 	if (!n || n > MAX_FRAMES || (stop == SFU_STOP_DEPTH) != (n == MAX_FRAMES))
 		broken("%zu frames of %d, stopped by %s", n, MAX_FRAMES, sfu_stop_name(stop));

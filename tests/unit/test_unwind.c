@@ -554,6 +554,7 @@ static void test_names(void **state)
 	(void)state;
 	assert_string_equal(sfu_stop_name(SFU_STOP_OUTERMOST), "outermost frame");
 	assert_string_equal(sfu_stop_name(SFU_STOP_CFA_NOT_INCREASING), "CFA not increasing");
+	assert_string_equal(sfu_stop_name(SFU_STOP_STACK_SWITCH), "stack switched");
 	assert_string_equal(sfu_source_name(SFU_SRC_FP), "fp");
 	assert_string_equal(sfu_stop_name(99), "unknown");
 }
