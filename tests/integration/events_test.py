@@ -401,20 +401,26 @@ def timehist_blocks(ctx, data, tids, min_ms):
     switch-in: a thread woken while it was still switching out has a wait of 0
     and all of its block in the delay. timehist prints a line when a thread
     leaves the CPU: a thread's last block, before its last run and its exit, has
-    none."""
-    p = run(['perf', 'sched', 'timehist', '-i', data], check=False)
+    none. A line's times are of the block before its run, and its state is the
+    one the thread left the CPU in at the end of that run: a block after a
+    switch-out in state R was a preemption (the thread runnable all along, not
+    blocked in a call), which --off-cpu does not record, and is left out."""
+    p = run(['perf', 'sched', 'timehist', '--state', '-i', data], check=False)
     if p.returncode:
         return None
     blocks = {tid: [] for tid in tids}
+    last_state = {}
     line_re = re.compile(r'^\s*[\d.]+\s+\[\d+\]\s+\S+\[(\d+)(?:/\d+)?\]\s+([\d.]+)\s+([\d.]+)\s+'
-                         r'([\d.]+)')
+                         r'([\d.]+)\s+(\S+)')
     for line in p.stdout.splitlines():
         m = line_re.match(line)
         if m and int(m.group(1)) in blocks:
             # task[tid/pid], or task[pid] for a main thread
+            tid = int(m.group(1))
             off_ms = float(m.group(2)) + float(m.group(3))
-            if off_ms >= min_ms:
-                blocks[int(m.group(1))].append((off_ms * 1e6, float(m.group(4))))
+            if off_ms >= min_ms and last_state.get(tid) != 'R':
+                blocks[tid].append((off_ms * 1e6, float(m.group(4))))
+            last_state[tid] = m.group(5)
     return blocks
 
 
