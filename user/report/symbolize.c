@@ -1255,7 +1255,9 @@ static size_t cu_inline_chain(struct sym_module *m, Dwarf_Die *cu, uint64_t pc, 
 			hmap__delete_u64(m->cu_funcs, cu_off, NULL);
 			return inline_chain(cu, pc, chain, 0);
 		}
-		qsort(cf->r, cf->n, sizeof(*cf->r), func_range_cmp);
+		/* a CU without functions has no array: qsort() takes no NULL */
+		if (cf->n)
+			qsort(cf->r, cf->n, sizeof(*cf->r), func_range_cmp);
 		*v = (uintptr_t)cf;
 	}
 	cf = (struct cu_funcs *)(uintptr_t)*v;
