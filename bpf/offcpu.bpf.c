@@ -214,7 +214,7 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	h->ustack_len = 0;
 	h->weight = b->off_ns;
 	h->event = event_id;
-	h->reserved = 0;
+	h->py_depth = 0;	/* Python frames: the on-CPU sampler's only */
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 	kbytes = (__u64)b->kstack_depth * 8;
 	if (kbytes > MAX_KSTACK_DEPTH * 8)

@@ -6,6 +6,7 @@
 
 #include "sample.h"
 #include "sample.bpf.h"
+#include "python.bpf.h"
 
 /* Set by the loader before the object is loaded. */
 const volatile __u32 ustack_size = 16384;	/* a multiple of STACK_CHUNK, <= MAX_USTACK_BYTES:
@@ -14,6 +15,7 @@ const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool filter_tids = false;	/* only tids in `tids` (-t) */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
+const volatile bool python_frames = false;	/* walk Python frames (python.bpf.h): the kernel has bpf_loop() */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
 /*
  * The sampling window (CLOCK_MONOTONIC ns), set by the loader once every
@@ -111,7 +113,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	struct mm_struct *mm;
 	struct sample_hdr *h;
 	struct scratch *sc;
-	__u32 *sized;
+	__u32 *sized, py_fault = 0, py_cut = 0;
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	long n;
 
@@ -132,7 +134,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	h->ustack_len = 0;
 	h->weight = weight;
 	h->event = event;
-	h->reserved = 0;
+	h->py_depth = 0;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 
 	if (!user) {
@@ -156,9 +158,19 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 		sized = bpf_map_lookup_elem(&stack_sizes, &tid);
 		if (!fill_user(sc, kbytes, task, mm, sized ? *sized : ustack_size))
 			count(COUNTER_USTACK_FAULT);
+		/* the old program's memory is gone: so is its interpreter */
+		if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
+			h->py_depth = py_frames(sc, kbytes + h->ustack_len, tgid, tid, task, now,
+						&py_fault, &py_cut);
+		if (h->py_depth)
+			h->flags |= SAMPLE_F_PYTHON;
+		if (py_fault)
+			count(COUNTER_PY_FAULT);
+		if (py_cut)
+			count(COUNTER_PY_TRUNCATED);
 	}
 
-	len = sizeof(*h) + kbytes + h->ustack_len;
+	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);
 	if (len > sizeof(*sc))
 		return 0;
 	/*

@@ -3,6 +3,7 @@
 #ifndef SFPROF_SAMPLE_BPF_H
 #define SFPROF_SAMPLE_BPF_H
 
+#include "py_walk.h"
 #include "sample.h"
 
 #define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
@@ -50,8 +51,12 @@ struct {
  */
 struct scratch {
 	struct sample_hdr h;
-	/* a chunk more than ever filled: what the verifier can prove of the last, partial chunk */
-	__u8 data[MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK];
+	/*
+	 * a chunk more than ever filled: what the verifier can prove of the
+	 * last, partial chunk; then the Python frames (sample.bpf.c's only)
+	 */
+	__u8 data[MAX_KSTACK_DEPTH * 8 + MAX_USTACK_BYTES + STACK_CHUNK +
+		  PY_MAX_FRAMES * sizeof(struct sample_py_frame)];
 };
 
 /*

@@ -35,6 +35,8 @@
  * gone. No user stack is copied.
  */
 #define SAMPLE_F_EXEC_NEW_MM	0x20
+/* the sample carries the thread's Python frames (py_depth records of struct sample_py_frame) */
+#define SAMPLE_F_PYTHON		0x40
 
 #ifndef MAX_EVENTS
 #define MAX_EVENTS		64	/* events of one recording (-e, --off-cpu) */
@@ -52,8 +54,10 @@
 
 /*
  * One sample in the ring buffer: this header; kstack_depth kernel addresses
- * (u64, innermost first); then ustack_len bytes of the user stack from sp.
- * The record is exactly that long: a shallow stack costs the ring little.
+ * (u64, innermost first); then ustack_len bytes of the user stack from sp;
+ * then py_depth struct sample_py_frame (innermost first, not 8-byte aligned
+ * when ustack_len is not). The record is exactly that long: a shallow stack
+ * costs the ring little.
  */
 struct sample_hdr {
 	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -67,13 +71,32 @@ struct sample_hdr {
 	char comm[SAMPLE_COMM_LEN];
 	__u64 weight;		/* events the sample stands for; ns off the CPU (SAMPLE_F_OFF_CPU) */
 	__u32 event;		/* the event's id in the profile, 0: the default (cpu-clock) */
-	__u32 reserved;
+	__u32 py_depth;		/* Python frames after the user stack (SAMPLE_F_PYTHON) */
+};
+
+/* sample_py_frame.flags */
+#define SAMPLE_PY_F_ENTRY	0x1	/* entered from C: the innermost frame of one _PyEval_EvalFrameDefault call */
+#define SAMPLE_PY_F_TRUNCATED	0x2	/* on the outermost record: the chain went on past PY_MAX_FRAMES */
+
+/*
+ * One Python frame as read at sample time. @instr is what the interpreter
+ * keeps: 3.10 f_lasti (an int, in code units, -1 before the first one),
+ * 3.11 and 3.12 prev_instr, 3.13 instr_ptr (addresses into the code
+ * object's co_code_adaptive): user/record/python.c makes it a byte offset.
+ */
+struct sample_py_frame {
+	__u64 code;		/* the code object's address */
+	__u64 instr;
+	__u32 flags;		/* SAMPLE_PY_F_* */
+	__u32 reserved;		/* py_check_hash() of the code object's names (0: not read) */
 };
 
 /* Indexes of the per-CPU counters map. */
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */
 #define COUNTER_NO_SCRATCH	2	/* no scratch buffer for this CPU: lost */
-#define COUNTER_MAX		3
+#define COUNTER_PY_TRUNCATED	3	/* Python chains cut at PY_MAX_FRAMES */
+#define COUNTER_PY_FAULT	4	/* Python reads that failed (each ends its chain) */
+#define COUNTER_MAX		5
 
 #endif

@@ -55,14 +55,15 @@ bool profile_print_notices(const char *path, const struct profile_status *st);
 
 /* Where symbols come from: the options report, script and export share. */
 enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS, OPT_SYM_BUILDID_DIR,
-       OPT_SYM_NO_INLINE };
+       OPT_SYM_NO_INLINE, OPT_SYM_PYTHON_ONLY };
 
 #define SYM_OPTIONS \
 	{ "debug-file-directory", required_argument, NULL, OPT_SYM_DEBUG_DIR }, \
 	{ "no-debuginfod", no_argument, NULL, OPT_SYM_NO_DEBUGINFOD }, \
 	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }, \
 	{ "buildid-dir", required_argument, NULL, OPT_SYM_BUILDID_DIR }, \
-	{ "no-inline", no_argument, NULL, OPT_SYM_NO_INLINE }
+	{ "no-inline", no_argument, NULL, OPT_SYM_NO_INLINE }, \
+	{ "python-only", no_argument, NULL, OPT_SYM_PYTHON_ONLY }
 
 struct symbolizer_opts;
 

@@ -100,6 +100,23 @@ static void touch_record(const struct profile_record *r, size_t *decoded)
 			r->sample.weight + r->sample.event;
 		touch_stack(r->sample.ustack, r->sample.ustack_len, r->sample.ustack_id, decoded);
 		touch_stack(r->sample.kstack, r->sample.kstack_len, r->sample.kstack_id, decoded);
+		if (r->sample.py_depth > PROFILE_PY_MAX_DEPTH || (r->sample.py_depth && !r->sample.py_frames))
+			broken("sample with %zu Python frames at %p", r->sample.py_depth,
+			       (const void *)r->sample.py_frames);
+		if (r->sample.py_truncated && !r->sample.py_depth)
+			broken("a Python chain cut with no frames");
+		for (size_t i = 0; i < r->sample.py_depth; i++) {
+			if (!r->sample.py_frames[i])
+				broken("Python frame id 0 in a sample");
+			sink += r->sample.py_frames[i];
+		}
+		break;
+	case PROFILE_REC_PY_FRAME:
+		touch_str(r->py_frame.qualname, "py_frame qualname");
+		touch_str(r->py_frame.file, "py_frame file");
+		if (!r->py_frame.id)
+			broken("py_frame record with id 0 returned");
+		sink += r->py_frame.line + r->py_frame.flags;
 		break;
 	case PROFILE_REC_LOST:
 		sink += r->lost.time_ns + r->lost.cpu + r->lost.count;
@@ -177,7 +194,7 @@ static void read_profile(const char *path, uint64_t file_size)
 		broken("at the end: truncated %d, has_trailer %d", st->truncated, st->has_trailer);
 	if (st->bad_blocks && !st->first_error[0])
 		broken("%llu bad blocks without a first_error", (unsigned long long)st->bad_blocks);
-	sink += st->blocks + st->unknown_stacks + st->trailer_samples + st->trailer_lost +
+	sink += st->blocks + st->unknown_stacks + st->unknown_py_frames + st->trailer_samples + st->trailer_lost +
 		st->trailer_failed + strlen(st->first_error);
 	profile_reader__free(r);
 }

@@ -61,6 +61,10 @@ static void check_frame(const struct session *s, uint32_t idx)
 		broken("frame of module %u, %zu modules", f->module, session__nmodules(s));
 	if (f->kernel && f->module)
 		broken("kernel frame of module %u", f->module);
+	if (f->python && (f->kernel || f->module || f->inlined || f->addr || !f->sym ||
+			  !f->py_qualname || !f->file))
+		broken("Python frame %u: kernel %d module %u inlined %d addr %#llx, or no names", idx,
+		       f->kernel, f->module, f->inlined, (unsigned long long)f->addr);
 	name = session_frame_name(f, buf, sizeof(buf));
 	touch_str(name, "frame name");
 	if (!f->sym && !memchr(buf, '\0', sizeof(buf)))
@@ -104,7 +108,7 @@ static void check_images(const struct session *s)
 static void check_samples(const struct session *s)
 {
 	const struct session_totals *t = session__totals(s);
-	uint64_t weight = 0, truncated = 0, first = UINT64_MAX, last = 0;
+	uint64_t weight = 0, truncated = 0, first = UINT64_MAX, last = 0, python = 0;
 
 	if (t->samples != session__nsamples(s))
 		broken("totals say %llu samples, %zu held", (unsigned long long)t->samples,
@@ -125,11 +129,15 @@ static void check_samples(const struct session *s)
 			broken("stack %u: %u frames, no array", smp->stack, st->count);
 		if (st->kernel > st->count)
 			broken("stack %u: %u kernel frames of %u", smp->stack, st->kernel, st->count);
-		for (uint32_t j = 0; j < st->count; j++) {
+		for (uint32_t j = 0, npy = 0; j < st->count; j++) {
 			const struct session_frame *f;
 
 			check_frame(s, st->frames[j]);
 			f = session__frame(s, st->frames[j]);
+			npy += f->python;
+			if (j + 1 == st->count && npy != st->python)
+				broken("stack %u: %u Python frames, it says %u", smp->stack, npy,
+				       st->python);
 			if (f->kernel && j >= st->kernel)
 				broken("stack %u: kernel frame %u after the kernel part", smp->stack, j);
 			if (!f->kernel && !f->omitted && j < st->kernel)
@@ -149,10 +157,14 @@ static void check_samples(const struct session *s)
 		}
 		weight += smp->weight;
 		truncated += st->truncated;
+		python += st->python > 0;
 		first = smp->time_ns < first ? smp->time_ns : first;
 		last = smp->time_ns > last ? smp->time_ns : last;
 		sink += smp->tid + smp->cpu;
 	}
+	if (python != t->python)
+		broken("totals: %llu samples with Python frames, the samples: %llu",
+		       (unsigned long long)t->python, (unsigned long long)python);
 	if (weight != t->weight || truncated != t->truncated)
 		broken("totals: weight %llu, truncated %llu; the samples: %llu, %llu",
 		       (unsigned long long)t->weight, (unsigned long long)t->truncated,
@@ -171,7 +183,7 @@ static void check_samples(const struct session *s)
 
 /* Records of each type in the file, as the reader gives them. */
 struct counts {
-	uint64_t of[PROFILE_REC_COMM + 1];
+	uint64_t of[PROFILE_REC_PY_FRAME + 1];
 };
 
 static void count_records(const char *path, struct counts *c)
@@ -182,7 +194,7 @@ static void count_records(const char *path, struct counts *c)
 
 	memset(c, 0, sizeof(*c));
 	while (r && profile_reader__next(r, &rec) > 0)
-		if (rec.type <= PROFILE_REC_COMM)
+		if (rec.type <= PROFILE_REC_PY_FRAME)
 			c->of[rec.type]++;
 	profile_reader__free(r);
 }
@@ -190,14 +202,15 @@ static void count_records(const char *path, struct counts *c)
 /* What a session holds is made from records: never more of it than they give. */
 static void check_counts(const struct session *s, const struct counts *c)
 {
+	/* a JIT record of a pid not seen yet makes its image too */
 	uint64_t images = c->of[PROFILE_REC_PROCESS] + c->of[PROFILE_REC_MAPPING] +
-			  c->of[PROFILE_REC_SAMPLE];
+			  c->of[PROFILE_REC_SAMPLE] + c->of[PROFILE_REC_JIT];
 
 	if (session__nmodules(s) > c->of[PROFILE_REC_MODULE])
 		broken("%zu modules from %llu module records", session__nmodules(s),
 		       (unsigned long long)c->of[PROFILE_REC_MODULE]);
 	if (session__nimages(s) > images)
-		broken("%zu images from %llu process, mapping and sample records",
+		broken("%zu images from %llu process, mapping, sample and jit records",
 		       session__nimages(s), (unsigned long long)images);
 	if (session__nsamples(s) != c->of[PROFILE_REC_SAMPLE])
 		broken("%zu samples from %llu sample records", session__nsamples(s),

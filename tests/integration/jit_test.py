@@ -116,7 +116,9 @@ def record(ctx, runtime, seconds, out):
     """sfprof record -o OUT -- the workload, run in the work directory: (summary line, its
     complete %). The record and the workload are one process group, killed on a timeout."""
     jb.remove_files([out, out + '.old'])
-    cmd = [ctx.sfprof, 'record', '-o', out, '--', *runtime.cmd(seconds)]
+    # --no-python: the subject is JIT code's names; CPython's own frames (issue 29) would name
+    # each function twice, as the -X perf trampoline and as the Python frame
+    cmd = [ctx.sfprof, 'record', '--no-python', '-o', out, '--', *runtime.cmd(seconds)]
     log('$ ' + quote(cmd))
     try:
         rc, stdout, stderr = jb.run_bounded(cmd, timeout=seconds * 10 + 120, cwd=ctx.work)

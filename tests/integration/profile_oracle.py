@@ -143,6 +143,8 @@ class Profile:
         self.lost = 0
         self.kernel_jits = []       # (start, end, name) of pid 0's JIT records: BPF programs
         self.jits = []              # (pid, start, end, name) of the other JIT records
+        self.py_frames = {}         # id -> (qualname, file, line, entry): Python frames
+        self.py_chains = {}         # line number of a sample -> its Python frame ids, innermost first
         self.summary = None         # (samples, lost, blocks) from the last '#' line
         self.stderr = ''
         self.returncode = 0
@@ -161,7 +163,9 @@ _MAPPING = re.compile(r'^mapping pid (\d+) 0x([0-9a-f]+)-0x([0-9a-f]+) offset 0x
                       r'([r-][w-][x-]) module (\d+)$')
 _STACK = re.compile(r'^stack (\d+) (user|kernel)((?: \S+)*)$')
 _SAMPLE = re.compile(r'^sample (\d+)\.(\d{9}) pid (\d+) tid (\d+) cpu (\d+) weight (\d+) '
-                     r'ustack (\d+) kstack (\d+)(?: event (\d+))?(?: flags (0x[0-9a-f]+))?$')
+                     r'ustack (\d+) kstack (\d+)(?: event (\d+))?(?: flags (0x[0-9a-f]+))?'
+                     r'(?: python ([0-9,]+)(?: truncated)?)?$')
+_PY_FRAME = re.compile(r'^py_frame (\d+) line (\d+)( entry)? qualname "(.*)" file "(.*)"$')
 _EVENT = re.compile(r'^event (\d+) type (\d+) config (\d+) period (\d+) freq (\d+) '
                     r'flags (0|0x[0-9a-f]+) name "(.*)"$')
 _LOST = re.compile(r'^lost (\d+)\.(\d{9}) cpu (\d+) count (\d+)$')
@@ -234,11 +238,23 @@ def parse_dump(text):
                 raise OracleError(f'line {n}: ustack {us} is a kernel stack')
             if stacks[1] and stacks[1].space != 'kernel':
                 raise OracleError(f'line {n}: kstack {ks} is a user stack')
+            if m.group(11):
+                ids = [int(x) for x in m.group(11).split(',')]
+                if any(i not in prof.py_frames for i in ids):
+                    raise OracleError(f'line {n}: sample uses a Python frame before its record')
+                prof.py_chains[n] = ids
             proc = current.get(pid)
             prof.samples.append(Sample(_ns(m.group(1), m.group(2)), pid, tid, cpu, weight,
                                        stacks[0], stacks[1], proc,
                                        len(proc.mappings) if proc else 0, comms.get(tid), n,
                                        event, flags))
+            continue
+        m = _PY_FRAME.match(line)
+        if m:
+            fid = int(m.group(1))
+            if fid in prof.py_frames:
+                raise OracleError(f'line {n}: Python frame {fid} written twice')
+            prof.py_frames[fid] = (m.group(4), m.group(5), int(m.group(2)), bool(m.group(3)))
             continue
         m = _EVENT.match(line)
         if m:

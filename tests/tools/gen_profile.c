@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* gen-profile: write a synthetic profile with many mappings, processes, threads or stacks. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <link.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ static const char usage[] =
 	"                   [--interleave] [--overlapping N] [--processes N] [--threads N]\n"
 	"                   [--stacks N] [--samples N] [--seed S]\n"
 	"                   [--jit-map N [--jit-file] [--jit-samples S] [--jit-stacks K]]\n"
+	"                   [--python LIB [--python-scale K]]\n"
 	"\n"
 	"Writes a valid profile through the profile writer, for benchmarks and tests\n"
 	"of reading: everything it holds is known by construction.\n"
@@ -49,6 +52,15 @@ static const char usage[] =
 	"  --jit-samples S  samples of the JIT process (default 1000000)\n"
 	"  --jit-stacks K   distinct user stacks they are drawn from, K * u^2 (default\n"
 	"                 100000)\n"
+	"  --python LIB   a CPython-like process (pid 4000, \"python3\") whose native\n"
+	"                 frames are functions of LIB (tests/unit/py_fixture.c, mapped\n"
+	"                 as this program loads it) with Python frames (docs/FORMAT.md):\n"
+	"                 30 samples (tid 4000) [leaf, eval, main] running rt_leaf <\n"
+	"                 rt_mid < rt_top (one interpreter call); 20 * K (tid 4001,\n"
+	"                 --python-scale, default 1) [leaf, eval, call, eval, main]\n"
+	"                 running key_fn, called from C, < sort_them < <module>; 1 (tid\n"
+	"                 4002) whose names hold a separator, markup and control\n"
+	"                 characters; 5 (tid 4003) without Python frames\n"
 	"\n"
 	"Each part is in blocks of its own. With none of them, the profile has a\n"
 	"header and a trailer and nothing else.\n";
@@ -84,6 +96,130 @@ static uint64_t rnd(struct gen *g)
 	g->rng ^= g->rng << 25;
 	g->rng ^= g->rng >> 27;
 	return g->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* --python: the fixture's functions, as this process maps the library */
+enum { PY_LEAF, PY_EVAL, PY_CALL, PY_MAIN, PY_NFN };
+
+#define PY_PID 4000u
+
+struct py_fixture {
+	const char *path;
+	uint64_t fn[PY_NFN];
+	struct profile_mapping maps[8];
+	size_t nmaps;
+};
+
+static int py_phdr(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct py_fixture *fx = arg;
+
+	(void)size;
+	if (!info->dlpi_name || strcmp(info->dlpi_name, fx->path))
+		return 0;
+	for (size_t i = 0; i < info->dlpi_phnum && fx->nmaps < 8; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		fx->maps[fx->nmaps++] = (struct profile_mapping){
+			PY_PID, start & ~(PAGE - 1), (start + ph->p_memsz + PAGE - 1) & ~(PAGE - 1),
+			ph->p_offset & ~(PAGE - 1),
+			(uint8_t)((ph->p_flags & PF_R ? 1 : 0) | (ph->p_flags & PF_W ? 2 : 0) |
+				  (ph->p_flags & PF_X ? 4 : 0)), 0 };
+	}
+	return 1;
+}
+
+/* A sample of the Python process: user stack @addrs, Python frames @py (ids, innermost first). */
+static int py_sample(struct gen *g, uint32_t tid, const uint64_t *addrs, size_t n,
+		     const uint32_t *py, size_t npy)
+{
+	uint8_t cbf[SFU_CBF_BOUND(8)];
+	struct sfu_cbf_enc enc;
+	struct profile_sample s = { .pid = PY_PID, .tid = tid, .weight = 1, .py_frames = py,
+				    .py_depth = npy };
+	int err;
+
+	if ((err = sfu_cbf_enc__init(&enc, 64, cbf, sizeof(cbf))) ||
+	    (err = sfu_cbf_encode_stack(&enc, addrs, n, 0, false)))
+		return err;
+	s.time_ns = g->time += 1000000;
+	s.ustack = cbf;
+	s.ustack_len = sfu_cbf_enc__len(&enc);
+	return profile_writer__sample(g->w, &s);
+}
+
+static int python_process(struct gen *g, const char *lib, size_t scale)
+{
+	static const char *const names[PY_NFN] = { "py_fixture_leaf", "_PyEval_EvalFrameDefault",
+						   "py_fixture_call", "py_fixture_main" };
+	static const struct profile_py_frame frames[] = {
+		{ 0, "rt_leaf", "/srv/app/prog.py", 30, 0 },
+		{ 0, "rt_mid", "/srv/app/prog.py", 20, 0 },
+		{ 0, "rt_top", "/srv/app/prog.py", 10, PROFILE_PY_F_ENTRY },
+		{ 0, "key_fn", "/srv/app/sorter.py", 7, PROFILE_PY_F_ENTRY },
+		{ 0, "sort_them", "/srv/app/sorter.py", 12, 0 },
+		{ 0, "<module>", "/srv/app/sorter.py", 40, PROFILE_PY_F_ENTRY },
+		{ 0, "Odd;name <b>&\x1b[31m\n", "/srv/a b;c/odd.py", 3, PROFILE_PY_F_ENTRY },
+	};
+	struct py_fixture fx = { .path = lib };
+	struct profile_process p = { .pid = PY_PID, .ppid = 1, .comm = "python3", .exe = lib };
+	struct profile_module mod = { .path = lib };
+	struct profile_thread t = { PY_PID, 0, "python3" };
+	uint32_t id[7], module;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	uint64_t u[5];
+	int err;
+
+	if (!h) {
+		fprintf(stderr, "gen-profile: %s\n", dlerror());
+		return -ENOENT;
+	}
+	for (int i = 0; i < PY_NFN; i++) {
+		void *sym = dlsym(h, names[i]);
+
+		if (!sym) {
+			dlclose(h);
+			return -ENOENT;
+		}
+		/* inside the function, as a return address is */
+		fx.fn[i] = (uintptr_t)sym + 4;
+	}
+	dl_iterate_phdr(py_phdr, &fx);
+	dlclose(h);
+	if (!fx.nmaps)
+		return -ENOENT;
+	if ((err = profile_writer__process(g->w, &p)) ||
+	    (err = profile_writer__module(g->w, &mod, &module)))
+		return err;
+	for (size_t i = 0; i < fx.nmaps && !err; i++) {
+		fx.maps[i].module_id = module;
+		err = profile_writer__mapping(g->w, &fx.maps[i]);
+	}
+	for (size_t i = 0; i < 7 && !err; i++)
+		err = profile_writer__py_frame(g->w, &frames[i], &id[i]);
+	for (uint32_t tid = PY_PID + 1; tid < PY_PID + 4 && !err; tid++) {
+		t.tid = tid;
+		err = profile_writer__thread(g->w, &t);
+	}
+	/* one interpreter call running three functions */
+	u[0] = fx.fn[PY_LEAF], u[1] = fx.fn[PY_EVAL], u[2] = fx.fn[PY_MAIN];
+	for (int i = 0; i < 30 && !err; i++)
+		err = py_sample(g, PY_PID, u, 3, id, 3);
+	/* two: a C function (sorted()) calls back into Python */
+	u[0] = fx.fn[PY_LEAF], u[1] = fx.fn[PY_EVAL], u[2] = fx.fn[PY_CALL];
+	u[3] = fx.fn[PY_EVAL], u[4] = fx.fn[PY_MAIN];
+	for (size_t i = 0; i < 20 * scale && !err; i++)
+		err = py_sample(g, PY_PID + 1, u, 5, id + 3, 3);
+	u[0] = fx.fn[PY_EVAL], u[1] = fx.fn[PY_MAIN];
+	if (!err)
+		err = py_sample(g, PY_PID + 2, u, 2, id + 6, 1);
+	u[0] = fx.fn[PY_LEAF], u[1] = fx.fn[PY_MAIN];
+	for (int i = 0; i < 5 && !err; i++)
+		err = py_sample(g, PY_PID + 3, u, 2, NULL, 0);
+	return err;
 }
 
 static int fail(const char *what, int err)
@@ -312,11 +448,14 @@ int main(int argc, char **argv)
 		{ "jit-file", no_argument, NULL, 'F' },
 		{ "jit-samples", required_argument, NULL, 'N' },
 		{ "jit-stacks", required_argument, NULL, 'K' },
+		{ "python", required_argument, NULL, 'P' },
+		{ "python-scale", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t nmaps = 0, nover = 0, nmods = 1, nprocs = 0, nthreads = 0, nstacks = 0, nsamples = 0;
-	size_t njit = 0, jit_samples = 1000000, jit_stacks = 100000;
+	size_t njit = 0, jit_samples = 1000000, jit_stacks = 100000, py_scale = 1;
+	const char *py_lib = NULL;
 	bool jit_file = false;
 	struct profile_meta meta = { .freq_hz = 999, .stack_size = 8192, .host = "gen",
 				     .machine = "x86_64", .cmdline = "gen-profile" };
@@ -344,6 +483,8 @@ int main(int argc, char **argv)
 		case 'F': jit_file = true; break;
 		case 'N': jit_samples = strtoull(optarg, NULL, 0); break;
 		case 'K': jit_stacks = strtoull(optarg, NULL, 0); break;
+		case 'P': py_lib = optarg; break;
+		case 'Q': py_scale = strtoull(optarg, NULL, 0); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -423,6 +564,8 @@ int main(int argc, char **argv)
 	}
 	if (!err && njit && !(err = profile_writer__flush(g.w)))
 		err = jit_process(&g, njit, jit_file, jit_samples, jit_stacks);
+	if (!err && py_lib && !(err = profile_writer__flush(g.w)))
+		err = python_process(&g, py_lib, py_scale);
 	free(g.modules);
 	if (err) {
 		profile_writer__discard(g.w);

@@ -239,6 +239,17 @@ static char *fmt_record(const struct profile_record *r)
 		put_stack_ref(f, r->sample.ustack_id, r->sample.ustack, r->sample.ustack_len);
 		fputs(" kernel=", f);
 		put_stack_ref(f, r->sample.kstack_id, r->sample.kstack, r->sample.kstack_len);
+		for (size_t i = 0; i < r->sample.py_depth; i++)
+			fprintf(f, "%s%u", i ? "," : " python=", r->sample.py_frames[i]);
+		if (r->sample.py_truncated)
+			fputs(" py_truncated", f);
+		break;
+	case PROFILE_REC_PY_FRAME:
+		fprintf(f, "py_frame id=%u line=%u flags=%u qualname=", r->py_frame.id,
+			r->py_frame.line, r->py_frame.flags);
+		put_escaped(f, r->py_frame.qualname);
+		fputs(" file=", f);
+		put_escaped(f, r->py_frame.file);
 		break;
 	case PROFILE_REC_LOST:
 		fprintf(f, "lost t=%llu cpu=%u count=%llu", (unsigned long long)r->lost.time_ns,
@@ -2346,6 +2357,79 @@ static void craft_bad_framing(struct fbuild *f)
 	fb_block(f, &r, 1, 0, true);
 }
 
+/* A py_frame record (docs/FORMAT.md): id, line, flags, qualname, file. */
+static void fb_py_frame(struct fbuild *recs, uint64_t id, uint64_t line, uint64_t flags,
+			const char *qualname, const char *file)
+{
+	struct fbuild p = { 0 };
+
+	fb_varint(&p, id);
+	fb_varint(&p, line);
+	fb_varint(&p, flags);
+	fb_str(&p, qualname);
+	fb_str(&p, file);
+	fb_record(recs, PROFILE_REC_PY_FRAME, &p);
+}
+
+/* A sample of pid 1 with sample flags @flags and Python frames: a count @depth, then @n ids. */
+static void fb_py_sample(struct fbuild *recs, uint64_t flags, uint64_t depth, const uint64_t *ids,
+			 size_t n)
+{
+	struct fbuild p = { 0 };
+
+	fb_svarint(&p, 1);
+	fb_varint(&p, 1);
+	fb_varint(&p, 2);
+	fb_varint(&p, 2);
+	fb_varint(&p, 1);
+	fb_varint(&p, 0);
+	fb_varint(&p, 0);
+	fb_varint(&p, 0);	/* event */
+	fb_varint(&p, flags);
+	fb_varint(&p, depth);
+	for (size_t i = 0; i < n; i++)
+		fb_varint(&p, ids[i]);
+	fb_record(recs, PROFILE_REC_SAMPLE, &p);
+}
+
+static void craft_python(struct fbuild *f)
+{
+	struct fbuild r = { 0 };
+
+	fb_py_frame(&r, 1, 30, 1, "rt_leaf", "/srv/p.py");
+	fb_py_frame(&r, 2, 20, 0, "rt_mid", "/srv/p.py");
+	fb_py_frame(&r, 2, 99, 0, "again", "x.py");	/* a second definition: the first stands */
+	fb_py_sample(&r, 0, 2, (const uint64_t[]){ 1, 2 }, 2);
+	/* cut at the cap (flags bit 1) */
+	fb_py_sample(&r, 2, 2, (const uint64_t[]){ 1, 2 }, 2);
+	/* an id never defined cuts the chain there, and is counted */
+	fb_py_sample(&r, 0, 3, (const uint64_t[]){ 1, 7, 2 }, 3);
+	/* an id 0 at the innermost: nothing left */
+	fb_py_sample(&r, 0, 2, (const uint64_t[]){ 0, 1 }, 2);
+	/* the cut bit with no frames: no chain */
+	fb_py_sample(&r, 2, 0, NULL, 0);
+	fb_block(f, &r, 8, 0, true);
+}
+
+static void craft_python_malformed(struct fbuild *f)
+{
+	struct fbuild r = { 0 };
+	uint64_t ids[PROFILE_PY_MAX_DEPTH + 1];
+
+	for (size_t i = 0; i < PROFILE_PY_MAX_DEPTH + 1; i++)
+		ids[i] = 1;
+	fb_py_frame(&r, 0, 1, 0, "zero", "z.py");	/* id 0 */
+	fb_py_frame(&r, 1, 1, 0, "ok", "ok.py");
+	/* more frames than a sample may hold */
+	fb_py_sample(&r, 0, PROFILE_PY_MAX_DEPTH + 1, ids, PROFILE_PY_MAX_DEPTH + 1);
+	/* a count past the record's end */
+	fb_py_sample(&r, 0, 3, ids, 2);
+	/* an id wider than 32 bits */
+	fb_py_sample(&r, 0, 1, (const uint64_t[]){ 1ull << 32 }, 1);
+	fb_thread(&r, 40, "after", NULL);
+	fb_block(f, &r, 6, 0, true);
+}
+
 /* CBF bytes end in 0x00 (`end`): a string literal's length, not strlen() */
 #define fb_stack(r, id, space, lit) fb_stack_n(r, id, space, lit, sizeof(lit) - 1)
 
@@ -2467,6 +2551,20 @@ static const struct crafted_case crafted_cases[] = {
 	    "sample t=4 pid=1 tid=2 cpu=2 weight=1 user=1:03211000 kernel=0:-",
 	    "sample t=5 pid=1 tid=2 cpu=2 weight=1 user=3: kernel=0:-" }, 1, 0, 3, "",
 	  { .samples = 5, .blocks = 1, .first = 1, .last = 5, .stacks = 4 }, 0, false },
+	{ "python frames", craft_python,
+	  { "py_frame id=1 line=30 flags=1 qualname=\"rt_leaf\" file=\"/srv/p.py\"",
+	    "py_frame id=2 line=20 flags=0 qualname=\"rt_mid\" file=\"/srv/p.py\"",
+	    "py_frame id=2 line=99 flags=0 qualname=\"again\" file=\"x.py\"",
+	    "sample t=1 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:- python=1,2",
+	    "sample t=2 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:- python=1,2 py_truncated",
+	    "sample t=3 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:- python=1 py_truncated",
+	    "sample t=4 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-",
+	    "sample t=5 pid=1 tid=2 cpu=2 weight=1 user=0:- kernel=0:-" }, 1, 0, 0, "",
+	  { .samples = 5, .blocks = 1, .first = 1, .last = 5 }, 0, false },
+	{ "malformed python frames", craft_python_malformed,
+	  { "py_frame id=1 line=1 flags=0 qualname=\"ok\" file=\"ok.py\"",
+	    "thread pid=7 tid=40 comm=\"after\"" }, 1, 0, 0, "malformed record of type 12",
+	  { .blocks = 1 }, 0, false },
 	{ "damaged and odd blocks", craft_bad_blocks,
 	  { "thread pid=7 tid=31 comm=\"ok\"",
 	    "thread pid=7 tid=33 comm=\"ok again\"",
@@ -3128,6 +3226,115 @@ static void test_events(void **state)
 	free(path);
 }
 
+/*
+ * Python frames through the writer and back: interned by content (flags
+ * included), ids from 1, a sample's chain in order with its cut flag, the
+ * deepest chain allowed, and what is refused. Past the index's bound a frame
+ * comes again under a new id, and every id still names its content.
+ */
+static void test_python_frames(void **state)
+{
+	char *path = path_join_or_fail(*state, "python.data");
+	struct profile_diag diag = { "" };
+	struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+	static uint32_t deep[PROFILE_PY_MAX_DEPTH + 1];
+	char names[64][32];
+	struct profile_py_frame pf[64];
+	uint32_t id[64], again, nsamples = 0, nframes = 0;
+	struct profile_reader *r;
+	struct profile_record rec;
+	/* what each id names, as read */
+	struct { char q[32], f[32]; uint32_t line, flags; } got[256] = { 0 };
+
+	assert_non_null(w);
+	for (int i = 0; i < 64; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%d\xc3\xa9<>\"", i);
+		pf[i] = (struct profile_py_frame){ .qualname = names[i], .file = "/a/b.py",
+						   .line = (uint32_t)i, .flags = i & 1 };
+		assert_int_equal(profile_writer__py_frame(w, &pf[i], &id[i]), 0);
+		assert_int_equal(id[i], i + 1);
+	}
+	assert_int_equal(profile_writer__py_frame(w, &pf[5], &again), 0);
+	assert_int_equal(again, id[5]);
+	pf[5].flags ^= PROFILE_PY_F_ENTRY;
+	assert_int_equal(profile_writer__py_frame(w, &pf[5], &again), 0);
+	assert_int_equal(again, 65);
+	pf[5].flags ^= PROFILE_PY_F_ENTRY;
+	assert_int_equal(profile_writer__py_frame(w, &(struct profile_py_frame){ .qualname = "q" },
+						  &again), -EINVAL);
+
+	for (size_t i = 0; i <= PROFILE_PY_MAX_DEPTH; i++)
+		deep[i] = id[i % 64];
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 1, .pid = 1, .tid = 1, .weight = 1, .py_frames = id, .py_depth = 3 }), 0);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 2, .pid = 1, .tid = 1, .weight = 1, .py_frames = deep,
+		.py_depth = PROFILE_PY_MAX_DEPTH, .py_truncated = true }), 0);
+	/* refused: too deep, an id 0, an id never given, frames without their array */
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 3, .pid = 1, .py_frames = deep, .py_depth = PROFILE_PY_MAX_DEPTH + 1 }),
+			 -EINVAL);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 3, .pid = 1, .py_frames = (const uint32_t[]){ 0 }, .py_depth = 1 }),
+			 -EINVAL);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 3, .pid = 1, .py_frames = (const uint32_t[]){ 66 }, .py_depth = 1 }),
+			 -EINVAL);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 3, .pid = 1, .py_depth = 1 }), -EINVAL);
+	/* past the bound the index starts again: a frame seen before gets a new id */
+	profile_writer__set_stack_bound(w, 1);
+	assert_int_equal(profile_writer__py_frame(w, &pf[7], &again), 0);
+	assert_int_equal(again, 8);	/* in the index still: only a new frame passes the bound */
+	assert_int_equal(profile_writer__py_frame(w, &(struct profile_py_frame){
+		.qualname = "new", .file = "n.py" }, &again), 0);
+	assert_int_equal(again, 66);
+	assert_int_equal(profile_writer__py_frame(w, &pf[7], &again), 0);
+	assert_int_equal(again, 67);
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 4, .pid = 1, .tid = 1, .weight = 1, .py_frames = &again, .py_depth = 1 }),
+			 0);
+	/* a sample without Python frames writes no field for them */
+	assert_int_equal(profile_writer__sample(w, &(struct profile_sample){
+		.time_ns = 5, .pid = 1, .tid = 1, .weight = 1, .py_truncated = true }), 0);
+	assert_int_equal(profile_writer__close(w, false, &diag), 0);
+
+	r = profile_reader__open(path, &diag);
+	assert_non_null(r);
+	while (profile_reader__next(r, &rec) > 0) {
+		if (rec.type == PROFILE_REC_PY_FRAME) {
+			assert_int_equal(rec.py_frame.id, ++nframes);
+			assert_true(rec.py_frame.id < 256);
+			snprintf(got[rec.py_frame.id].q, 32, "%s", rec.py_frame.qualname);
+			snprintf(got[rec.py_frame.id].f, 32, "%s", rec.py_frame.file);
+			got[rec.py_frame.id].line = rec.py_frame.line;
+			got[rec.py_frame.id].flags = rec.py_frame.flags;
+		} else if (rec.type == PROFILE_REC_SAMPLE) {
+			const struct profile_sample *sm = &rec.sample;
+			static const size_t want_depth[] = { 3, PROFILE_PY_MAX_DEPTH, 1, 0 };
+
+			assert_true(nsamples < 4);
+			assert_int_equal(sm->py_depth, want_depth[nsamples]);
+			assert_int_equal(sm->py_truncated, nsamples == 1);
+			for (size_t i = 0; i < sm->py_depth; i++) {
+				uint32_t k = nsamples == 2 ? 7 : i % 64;
+
+				assert_true(sm->py_frames[i] < 256);
+				assert_string_equal(got[sm->py_frames[i]].q, names[k]);
+				assert_string_equal(got[sm->py_frames[i]].f, "/a/b.py");
+				assert_int_equal(got[sm->py_frames[i]].line, k);
+				assert_int_equal(got[sm->py_frames[i]].flags, k & 1);
+			}
+			nsamples++;
+		}
+	}
+	assert_int_equal(nframes, 67);
+	assert_int_equal(nsamples, 4);
+	assert_false(profile_status_damaged(profile_reader__status(r)));
+	profile_reader__free(r);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -3170,6 +3377,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_tmpfs, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_stack_bound, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_events, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_python_frames, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_module_without_build_id, setup_dir,
 						teardown_dir),
 	};

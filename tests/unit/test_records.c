@@ -70,6 +70,47 @@ static void test_sample_bounds(void **state)
 	}
 }
 
+/* Python frames follow the user stack (unaligned): all of them inside the record, at most PY_MAX_FRAMES. */
+static void test_sample_python(void **state)
+{
+	static const struct {
+		size_t len;
+		uint32_t depth, ustack_len, py_depth;
+		int want;
+	} cases[] = {
+		{ HDR + 24, 0, 0, 1, 0 },
+		{ HDR + 23, 0, 0, 1, -EBADMSG },			/* the frame cut */
+		{ HDR + 8 + 5 + 48, 1, 5, 2, 0 },			/* after an odd-sized stack */
+		{ HDR + 8 + 5 + 47, 1, 5, 2, -EBADMSG },
+		{ HDR + 24 * PY_MAX_FRAMES, 0, 0, PY_MAX_FRAMES, 0 },
+		{ HDR + 24 * (PY_MAX_FRAMES + 1), 0, 0, PY_MAX_FRAMES + 1, -EBADMSG },	/* past the cap */
+		{ HDR + 24, 0, 0, UINT32_MAX, -EBADMSG },		/* depth * 24 would overflow a u32 */
+		{ HDR + 4096, 0, 4096, 0, 0 },
+		{ HDR + 4096 + 24, 0, 4096 + 24, 1, -EBADMSG },	/* the stack takes the frame's bytes */
+	};
+	struct sample_view v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t *rec = calloc(1, cases[i].len);
+		struct sample_hdr h = { .kstack_depth = cases[i].depth,
+					.ustack_len = cases[i].ustack_len, .py_depth = cases[i].py_depth };
+		int err;
+
+		assert_non_null(rec);
+		memcpy(rec, &h, HDR);
+		err = sample_record__check(rec, cases[i].len, &v);
+		if (err != cases[i].want)
+			fail_msg("case %zu: %zu bytes, ustack %u, %u Python frames: %d, want %d", i,
+				 cases[i].len, cases[i].ustack_len, cases[i].py_depth, err, cases[i].want);
+		if (!err) {
+			assert_ptr_equal(v.py, v.ustack + cases[i].ustack_len);
+			assert_true(v.py + 24 * (size_t)cases[i].py_depth <= rec + cases[i].len);
+		}
+		free(rec);
+	}
+}
+
 /* A sample's time is a u64 the profile keeps as a signed one: past INT64_MAX the record is bad. */
 static void test_sample_time(void **state)
 {
@@ -174,6 +215,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_bounds),
+		cmocka_unit_test(test_sample_python),
 		cmocka_unit_test(test_sample_time),
 		cmocka_unit_test(test_task_time),
 		cmocka_unit_test(test_capture_file),

@@ -885,6 +885,245 @@ static void test_inlined_frames(void **state)
 	free(path);
 }
 
+/* ---- Python frames: merged into the native stacks at the interpreter's frames ---- */
+
+/* A sample of pid 1: kernel stack @k (@nk), user stack @u (@nu, cut when @u_trunc), Python @py. */
+static void py_sample(struct gen *g, const uint64_t *k, size_t nk, const uint64_t *u, size_t nu,
+		      bool u_trunc, const uint32_t *py, size_t npy, bool py_trunc)
+{
+	uint8_t kcbf[SFU_CBF_BOUND(8)], ucbf[SFU_CBF_BOUND(8)];
+	struct profile_sample smp = { .pid = 1, .tid = 1, .weight = 1, .py_frames = py,
+				      .py_depth = npy, .py_truncated = py_trunc };
+	struct sfu_cbf_enc enc;
+
+	smp.time_ns = g->time += 1000;
+	if (nk) {
+		assert_int_equal(sfu_cbf_enc__init(&enc, 64, kcbf, sizeof(kcbf)), 0);
+		assert_int_equal(sfu_cbf_encode_stack(&enc, k, nk, 0, false), 0);
+		smp.kstack = kcbf;
+		smp.kstack_len = sfu_cbf_enc__len(&enc);
+	}
+	assert_int_equal(sfu_cbf_enc__init(&enc, 64, ucbf, sizeof(ucbf)), 0);
+	assert_int_equal(sfu_cbf_encode_stack(&enc, u, nu, 0, u_trunc), 0);
+	smp.ustack = ucbf;
+	smp.ustack_len = sfu_cbf_enc__len(&enc);
+	assert_int_equal(profile_writer__sample(g->w, &smp), 0);
+}
+
+/* The names of a stack's frames, innermost first, against @want (NULL-terminated). */
+static void _check_names(const struct session *s, const struct session_stack *st,
+			 const char *const *want, const char *file, int line)
+{
+	uint32_t n = 0;
+
+	for (; want[n]; n++) {
+		const struct session_frame *f = n < st->count ? session__frame(s, st->frames[n]) : NULL;
+
+		if (!f || !f->sym || strcmp(f->sym, want[n])) {
+			print_error("frame %u: %s, want %s\n", n, f && f->sym ? f->sym : "(none)",
+				    want[n]);
+			_fail(file, line);
+		}
+	}
+	if (st->count != n) {
+		print_error("%u frames, want %u\n", st->count, n);
+		_fail(file, line);
+	}
+}
+#define check_names(s, st, ...) \
+	_check_names(s, st, (const char *const[]){ __VA_ARGS__, NULL }, __FILE__, __LINE__)
+
+static struct session *open_session_py(const char *path, bool python_only)
+{
+	struct session_opts opts = { .sym = { .no_debuginfod = true, .python_only = python_only } };
+	struct profile_diag diag;
+	struct session *s = session__open(path, &opts, &diag);
+
+	if (!s)
+		fail_msg("%s", diag.reason);
+	return s;
+}
+
+/*
+ * Chains known by construction: each segment of the Python chain (split
+ * after each entry frame) goes just before its _PyEval_EvalFrameDefault
+ * frame, innermost with innermost; what is left goes with the outermost;
+ * with none, outside the user stack. --python-only: the Python frames alone.
+ */
+static void test_python_frames(void **state)
+{
+	char *path = path_join_or_fail(*state, "python.data");
+	struct fixture_segs fs = { .path = PY_FIXTURE };
+	void *h = dlopen(PY_FIXTURE, RTLD_NOW | RTLD_LOCAL);
+	struct profile_module mod = { .path = PY_FIXTURE };
+	static const char *const fn[] = { "py_fixture_leaf", "_PyEval_EvalFrameDefault",
+					  "py_fixture_call", "py_fixture_main",
+					  "_PyEval_EvalFrameDefault_not" };
+	enum { LEAF, EVAL, CALL, MAIN, NOT };
+	static const uint64_t k[2] = { 0xffffffff81000010, 0xffffffff81000120 };
+	struct profile_py_frame pf[] = {
+		{ .qualname = "rt_leaf", .file = "/srv/app/prog.py", .line = 30,
+		  .flags = PROFILE_PY_F_ENTRY },
+		{ .qualname = "rt_mid", .file = "/srv/app/prog.py", .line = 20 },
+		{ .qualname = "rt_top", .file = "/srv/app/prog.py", .line = 10,
+		  .flags = PROFILE_PY_F_ENTRY },
+		{ .qualname = "Gen.__next__", .file = "gen.py", .line = 0,
+		  .flags = PROFILE_PY_F_ENTRY },
+		/* the same content again: the same id */
+		{ .qualname = "rt_leaf", .file = "/srv/app/prog.py", .line = 30,
+		  .flags = PROFILE_PY_F_ENTRY },
+		/* the same code without the entry flag: a frame record of its own */
+		{ .qualname = "rt_mid", .file = "/srv/app/prog.py", .line = 20,
+		  .flags = PROFILE_PY_F_ENTRY },
+	};
+	uint32_t id[6];
+	uint64_t a[5];
+	const struct session_stack *st;
+	struct session_stack user;
+	const struct session_frame *f;
+	struct session *s;
+	struct gen g;
+
+	if (!h)
+		fail_msg("dlopen %s: %s", PY_FIXTURE, dlerror());
+	for (int i = 0; i < 5; i++) {
+		void *sym = dlsym(h, fn[i]);
+
+		assert_non_null(sym);
+		/* inside the function, past its entry: as a return address would be */
+		a[i] = (uintptr_t)sym + 4;
+	}
+	dl_iterate_phdr(fixture_phdr, &fs);
+	assert_true(fs.n > 0);
+
+	gen_open(&g, path);
+	assert_int_equal(profile_writer__module(g.w, &mod, &g.module_ids[0]), 0);
+	for (size_t i = 0; i < fs.n; i++)
+		gen_map(&g, 1, &fs.maps[i]);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(profile_writer__py_frame(g.w, &pf[i], &id[i]), 0);
+	assert_int_equal(id[0], 1);
+	assert_int_equal(id[4], id[0]);
+	assert_int_not_equal(id[5], id[1]);
+	/* a frame of no name, and ids never given, are refused */
+	assert_int_equal(profile_writer__py_frame(g.w, &(struct profile_py_frame){ .file = "x" },
+						  &id[4]), -EINVAL);
+	assert_int_equal(profile_writer__sample(g.w, &(struct profile_sample){
+		.pid = 1, .tid = 1, .py_frames = (const uint32_t[]){ 99 }, .py_depth = 1 }),
+			 -EINVAL);
+
+	/* 0: two interpreter calls, two segments, a C function between them */
+	py_sample(&g, k, 2, (const uint64_t[]){ a[LEAF], a[EVAL], a[CALL], a[EVAL], a[MAIN] }, 5,
+		  false, (const uint32_t[]){ id[0], id[1], id[2] }, 3, false);
+	/* 1: the native stack cut after one interpreter call: every segment goes with it */
+	py_sample(&g, NULL, 0, (const uint64_t[]){ a[LEAF], a[EVAL], a[CALL] }, 3, true,
+		  (const uint32_t[]){ id[0], id[5], id[2] }, 3, true);
+	/* 2: no interpreter frame (a name that only starts like it): outside the user stack */
+	py_sample(&g, NULL, 0, (const uint64_t[]){ a[LEAF], a[NOT], a[MAIN] }, 3, false,
+		  (const uint32_t[]){ id[3] }, 1, false);
+	/* 3: more interpreter calls than segments: the outer ones run none */
+	py_sample(&g, NULL, 0, (const uint64_t[]){ a[EVAL], a[CALL], a[EVAL], a[MAIN] }, 4, false,
+		  (const uint32_t[]){ id[3] }, 1, false);
+	/* 4: no Python frames */
+	py_sample(&g, NULL, 0, (const uint64_t[]){ a[LEAF], a[MAIN] }, 2, false, NULL, 0, false);
+	gen_close(&g);
+
+	s = open_session_py(path, false);
+	assert_int_equal(session__nsamples(s), 5);
+	st = session__stack(s, session__sample(s, 0)->stack);
+	assert_int_equal(st->kernel, 2);
+	assert_int_equal(st->python, 3);
+	assert_false(st->py_truncated);
+	/* kernel frames first, as they were (named by this machine's kallsyms, or not) */
+	user = *st;
+	user.frames += 2;
+	user.count -= 2;
+	assert_true(session__frame(s, st->frames[0])->kernel);
+	assert_true(session__frame(s, st->frames[1])->kernel);
+	check_names(s, &user, fn[LEAF], "rt_leaf (prog.py:30)", fn[EVAL], fn[CALL],
+		    "rt_mid (prog.py:20)", "rt_top (prog.py:10)", fn[EVAL], fn[MAIN]);
+	f = session__frame(s, st->frames[3]);
+	assert_true(f->python);
+	assert_false(f->kernel);
+	assert_string_equal(f->py_qualname, "rt_leaf");
+	assert_string_equal(f->dso, "/srv/app/prog.py");
+	assert_string_equal(f->file, "/srv/app/prog.py");
+	assert_int_equal(f->line, 30);
+	assert_int_equal(f->addr, 0);
+
+	st = session__stack(s, session__sample(s, 1)->stack);
+	check_names(s, st, fn[LEAF], "rt_leaf (prog.py:30)", "rt_mid (prog.py:20)",
+		    "rt_top (prog.py:10)", fn[EVAL], fn[CALL]);
+	assert_true(st->truncated);
+	assert_true(st->py_truncated);
+	/* equal content, whatever its flags: one frame */
+	assert_int_equal(st->frames[2],
+			 session__stack(s, session__sample(s, 0)->stack)->frames[6]);
+
+	st = session__stack(s, session__sample(s, 2)->stack);
+	check_names(s, st, fn[LEAF], fn[NOT], fn[MAIN], "Gen.__next__ (gen.py)");
+	st = session__stack(s, session__sample(s, 3)->stack);
+	check_names(s, st, "Gen.__next__ (gen.py)", fn[EVAL], fn[CALL], fn[EVAL], fn[MAIN]);
+	st = session__stack(s, session__sample(s, 4)->stack);
+	check_names(s, st, fn[LEAF], fn[MAIN]);
+	assert_int_equal(st->python, 0);
+	assert_int_equal(session__totals(s)->python, 4);
+	assert_int_equal(session__totals(s)->py_truncated, 1);
+	session__free(s);
+
+	/* the native stack's 4,000 frames and 200 Python frames: cut at the 4,096 views hold */
+	{
+		static uint64_t deep[4000];
+		static uint8_t cbf[SFU_CBF_BOUND(4000)];
+		static uint32_t chain[200];
+		struct profile_sample smp = { .pid = 1, .tid = 1, .weight = 1, .py_frames = chain,
+					      .py_depth = 200 };
+		struct sfu_cbf_enc enc;
+		char *deep_path = path_join_or_fail(*state, "python-deep.data");
+
+		for (int i = 0; i < 4000; i++)	/* distinct addresses: no `rep` */
+			deep[i] = a[i % 2 ? EVAL : CALL] + (i % 7);
+		gen_open(&g, deep_path);
+		assert_int_equal(profile_writer__module(g.w, &mod, &g.module_ids[0]), 0);
+		for (size_t i = 0; i < fs.n; i++)
+			gen_map(&g, 1, &fs.maps[i]);
+		/* no entry flag: one segment, the innermost eval frame's */
+		assert_int_equal(profile_writer__py_frame(g.w, &pf[1], &id[1]), 0);
+		for (int i = 0; i < 200; i++)
+			chain[i] = id[1];
+		assert_int_equal(sfu_cbf_enc__init(&enc, 64, cbf, sizeof(cbf)), 0);
+		assert_int_equal(sfu_cbf_encode_stack(&enc, deep, 4000, 0, false), 0);
+		smp.ustack = cbf;
+		smp.ustack_len = sfu_cbf_enc__len(&enc);
+		assert_int_equal(profile_writer__sample(g.w, &smp), 0);
+		gen_close(&g);
+		s = open_session_py(deep_path, false);
+		st = session__stack(s, session__sample(s, 0)->stack);
+		assert_int_equal(st->count, 4096);
+		assert_true(st->truncated);
+		/* the innermost eval frame (index 1) takes the one segment: 200 frames before it */
+		assert_true(session__frame(s, st->frames[1])->python);
+		assert_true(session__frame(s, st->frames[200])->python);
+		assert_false(session__frame(s, st->frames[201])->python);
+		assert_int_equal(st->python, 200);
+		session__free(s);
+		free(deep_path);
+	}
+
+	/* --python-only: Python frames alone, none for a sample without */
+	s = open_session_py(path, true);
+	check_names(s, session__stack(s, session__sample(s, 0)->stack), "rt_leaf (prog.py:30)",
+		    "rt_mid (prog.py:20)", "rt_top (prog.py:10)");
+	st = session__stack(s, session__sample(s, 1)->stack);
+	assert_int_equal(st->kernel, 0);
+	assert_true(st->truncated);
+	check_names(s, session__stack(s, session__sample(s, 3)->stack), "Gen.__next__ (gen.py)");
+	assert_int_equal(session__stack(s, session__sample(s, 4)->stack)->count, 0);
+	session__free(s);
+	dlclose(h);
+	free(path);
+}
+
 static int setup_dir(void **state)
 {
 	*state = make_temp_dir_or_fail();
@@ -907,6 +1146,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_jit_names, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_exec_old_image, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_inlined_frames, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_python_frames, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include "push.h"
 #include "record/lost.h"
 #include "record/pipeline.h"
+#include "record/python.h"
 #include "record/sampler.h"
 #include "record/sizes.h"
 #include "util/text.h"
@@ -82,6 +83,7 @@ static const char usage[] =
 	"      --no-symbolize     push user frames as addresses in mappings with build IDs,\n"
 	"                         for servers that symbolize themselves (Parca)\n"
 	"      --no-inline        no functions inlined (DWARF's) as frames of their own\n"
+	"      --python-only      Python functions alone: no native or kernel frames\n"
 	"      --tenant ID        send X-Scope-OrgID: ID (a multi-tenant Pyroscope)\n"
 	"      --bearer-token-file FILE  send Authorization: Bearer with FILE's first line\n"
 	"      --basic-auth-file FILE    basic authentication, FILE's first line USER:PASSWORD\n"
@@ -219,7 +221,7 @@ enum {
 	OPT_WINDOW = 0x3000, OPT_OUTPUT_DIR, OPT_KEEP_COUNT, OPT_KEEP_BYTES, OPT_KEEP_AGE,
 	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_NO_INLINE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
 	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
-	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF, OPT_PUSH_TIMEOUT,
+	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF, OPT_PUSH_TIMEOUT, OPT_PYTHON_ONLY,
 };
 
 /* @return 0, 1 for --help, or 2 (said). */
@@ -237,6 +239,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE },
 		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
 		{ "tenant", required_argument, NULL, OPT_TENANT },
 		{ "bearer-token-file", required_argument, NULL, OPT_BEARER },
 		{ "basic-auth-file", required_argument, NULL, OPT_BASIC },
@@ -325,6 +328,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		case OPT_NO_INLINE:
 			a->push.no_inline = true;
+			break;
+		case OPT_PYTHON_ONLY:
+			a->push.python_only = true;
 			break;
 		case OPT_TENANT:
 			for (const char *s = optarg; *s; s++)
@@ -714,6 +720,16 @@ static int start_pipeline(struct agent *a)
 	}
 	pipeline__set_warn(a->pipeline, on_warn, a);
 	pipeline__set_resize(a->pipeline, on_resize, a);
+	{
+		struct python_map_ops pyops;
+
+		/* the Python frames of the interpreters the agent's processes run */
+		if (!sampler__python_ops(a->sampler, &pyops) &&
+		    (err = pipeline__set_python(a->pipeline, &pyops))) {
+			fprintf(stderr, "sfprof agent: Python frames: %s\n", strerror(-err));
+			return err;
+		}
+	}
 	if (a->buildid) {
 		pipeline__set_module_hook(a->pipeline, buildid_record__module, a->buildid);
 		pipeline__set_map_hook(a->pipeline, buildid_record__map, a->buildid);

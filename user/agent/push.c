@@ -663,6 +663,7 @@ static int convert(struct pusher *p, const struct window *w)
 
 	/* a server that symbolizes gets no names from here: no inlined ones either */
 	sopts.sym.no_inline = p->o.no_inline || p->o.no_symbolize;
+	sopts.sym.python_only = p->o.python_only;
 	if (!p->sym && !(p->sym = symbolizer__new(&sopts.sym)))
 		return -ENOMEM;
 	sopts.symbolizer = p->sym;

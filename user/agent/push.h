@@ -20,6 +20,7 @@ struct push_opts {
 	enum group_by group_by;
 	bool no_symbolize;
 	bool no_inline;			/* no inlined frames (Lines of a Location) */
+	bool python_only;		/* Python frames alone (--python-only) */
 	const char *host;		/* the host label */
 	uint32_t sample_rate;		/* Hz */
 	double flush_secs;		/* at stop, how long to go on pushing what is spooled */

@@ -89,6 +89,22 @@ struct profile_event {
  * stack (a reader ignores one given); readers show one frame in its place.
  */
 #define PROFILE_SAMPLE_F_EXEC_OLD_IMAGE	0x1
+/* profile_sample.flags on the wire: the Python chain was cut at the cap (py_truncated). */
+#define PROFILE_SAMPLE_F_PY_TRUNCATED	0x2
+
+/* The most Python frames a sample carries (a reader takes a record with more as malformed). */
+#define PROFILE_PY_MAX_DEPTH	4096
+
+#define PROFILE_PY_F_ENTRY	0x1	/* the frame was entered from C: the innermost of one _PyEval_EvalFrameDefault call */
+
+/* A Python frame: a code object at a line, interned by content, which samples name by id. */
+struct profile_py_frame {
+	uint32_t id;		/* set by the writer (interned by content); from 1 */
+	const char *qualname;	/* co_qualname (co_name before 3.11) */
+	const char *file;	/* co_filename */
+	uint32_t line;		/* the line the frame was at; 0 unknown */
+	uint32_t flags;		/* PROFILE_PY_F_* */
+};
 
 struct profile_sample {
 	uint64_t time_ns;	/* CLOCK_MONOTONIC */
@@ -104,6 +120,9 @@ struct profile_sample {
 	 * from profile_writer__stack().
 	 */
 	uint32_t ustack_id, kstack_id;
+	const uint32_t *py_frames;	/* ids from profile_writer__py_frame(), innermost first; NULL = none */
+	size_t py_depth;
+	bool py_truncated;		/* the Python chain was cut at the cap */
 };
 
 /* The longest string field a reader keeps whole (a path, a JIT code's 4,096-byte name); longer ones are cut. */
@@ -241,9 +260,18 @@ int profile_writer__stack(struct profile_writer *w, uint8_t space, const uint8_t
 			  uint32_t *id);
 
 /**
+ * profile_writer__py_frame() - intern a Python frame: the same qualname,
+ * file, line and flags give the same id, its record written the first time.
+ * @return 0 with its id in @id, or -errno (-EINVAL for a NULL name).
+ */
+int profile_writer__py_frame(struct profile_writer *w, const struct profile_py_frame *f, uint32_t *id);
+
+/**
  * profile_writer__sample() - record a sample; its stacks are interned, so a
  * stack seen before costs only its id. A stack given by id alone must have
- * come from profile_writer__stack() of the same space: else -EINVAL.
+ * come from profile_writer__stack() of the same space: else -EINVAL. Its
+ * Python frames must be ids given by profile_writer__py_frame(), at most
+ * PROFILE_PY_MAX_DEPTH of them: else -EINVAL.
  * @return 0 or a negative errno.
  */
 int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s);
@@ -255,7 +283,8 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
  * starts again, and a stack seen before is written again under a new id when
  * next seen. 0 (the default): no bound. Memory then stays bounded over a long
  * recording whose processes keep making new stacks (each new PIE process has
- * new addresses), at the price of some stacks written twice.
+ * new addresses), at the price of some stacks written twice. The index of
+ * Python frames (profile_writer__py_frame()) has the same bound of its own.
  */
 void profile_writer__set_stack_bound(struct profile_writer *w, size_t bytes);
 
@@ -325,6 +354,7 @@ enum profile_rec {
 	PROFILE_REC_COMM = 9,
 	PROFILE_REC_EVENT = 10,
 	PROFILE_REC_JIT = 11,
+	PROFILE_REC_PY_FRAME = 12,
 };
 
 struct profile_record {
@@ -341,6 +371,7 @@ struct profile_record {
 		struct profile_comm comm;
 		struct profile_event event;
 		struct profile_jit jit;
+		struct profile_py_frame py_frame;
 	};
 };
 
@@ -351,6 +382,7 @@ struct profile_status {
 	uint64_t bad_blocks;		/* damaged and skipped */
 	uint64_t bytes_recovered;	/* header and whole blocks */
 	uint64_t unknown_stacks;	/* stack references to stacks lost with a damaged block */
+	uint64_t unknown_py_frames;	/* Python frame references to records never read (left out) */
 	bool truncated;			/* no trailer: cut short or still being written */
 	bool has_trailer;
 	bool trailer_failed;		/* the writer noted it stopped on an error */
@@ -373,7 +405,8 @@ struct profile_status {
  */
 static inline bool profile_status_damaged(const struct profile_status *st)
 {
-	return st->bad_blocks || st->unknown_stacks || st->lost_implausible || st->first_error[0];
+	return st->bad_blocks || st->unknown_stacks || st->unknown_py_frames ||
+	       st->lost_implausible || st->first_error[0];
 }
 
 struct profile_reader;

@@ -52,6 +52,8 @@ struct profile_reader {
 	/* string fields of the last record: up to PROFILE_STR_MAX bytes each, the rest cut */
 	char str[3][PROFILE_STR_MAX + 1];
 	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
+	struct hmap *py_ids;	/* the Python frame ids defined so far (value 1) */
+	uint32_t py_buf[PROFILE_PY_MAX_DEPTH];	/* the last sample's Python frame ids */
 	bool done;
 	/* what the records held, for the checks of lost counts and of the trailer */
 	uint64_t start_time;	/* the header's creation on the sample clock, or UINT64_MAX */
@@ -185,7 +187,7 @@ struct profile_reader *profile_reader__open(const char *path, struct profile_dia
 		goto fail;
 	r->fd = -1;
 	if (!(r->path = strdup(path)) || !(r->zd = ZSTD_createDCtx()) ||
-	    !(r->stacks = hmap__new(HMAP_U64)))
+	    !(r->stacks = hmap__new(HMAP_U64)) || !(r->py_ids = hmap__new(HMAP_U64)))
 		goto fail;
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
@@ -228,6 +230,7 @@ void profile_reader__free(struct profile_reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	hmap__free_values(r->stacks, free);
+	hmap__free(r->py_ids);
 	for (size_t i = 0; i < sizeof(r->strings) / sizeof(r->strings[0]); i++)
 		free(r->strings[i]);
 	ZSTD_freeDCtx(r->zd);
@@ -455,6 +458,39 @@ static void resolve(struct profile_reader *r, uint32_t id, uint8_t space, const 
 	*len = e->len;
 }
 
+/*
+ * A sample's Python frame ids (its last field): at most PROFILE_PY_MAX_DEPTH,
+ * each defined by an earlier record. A chain is cut at the first id never
+ * defined (its record was in a damaged block), keeping its inner frames.
+ */
+static void cur_py_frames(struct profile_reader *r, struct cursor *c, struct profile_sample *s)
+{
+	uint64_t depth = cur_varint(c), *v;
+	size_t n = 0;
+
+	/* each id takes a byte at least: a count past the record's end is a lie */
+	if (c->bad || depth > PROFILE_PY_MAX_DEPTH || depth > (uint64_t)(c->end - c->p)) {
+		c->bad = true;
+		return;
+	}
+	for (uint64_t i = 0; i < depth; i++) {
+		uint32_t id = cur_u32(c);
+
+		if (c->bad)
+			return;
+		if (n < i)
+			continue;	/* cut already */
+		if (!id || hmap__find_u64(r->py_ids, id, &v)) {
+			r->st.unknown_py_frames++;
+			continue;
+		}
+		r->py_buf[n++] = id;
+	}
+	s->py_frames = n ? r->py_buf : NULL;
+	s->py_depth = n;
+	s->py_truncated = n && (n < depth || (s->flags & PROFILE_SAMPLE_F_PY_TRUNCATED));
+}
+
 static uint64_t cur_time(struct profile_reader *r, struct cursor *c)
 {
 	uint64_t t = r->prev_time + (uint64_t)unzigzag(cur_varint(c));
@@ -621,6 +657,8 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 			rec->sample.event = cur_u32(c);
 		if (c->p < c->end)
 			rec->sample.flags = cur_u32(c);
+		if (c->p < c->end)
+			cur_py_frames(r, c, &rec->sample);
 		if (!c->bad) {
 			resolve(r, rec->sample.ustack_id, PROFILE_USER, &rec->sample.ustack,
 				&rec->sample.ustack_len);
@@ -678,6 +716,18 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->jit.source = cur_str(c, s2, sizeof(r->str[1]));
 		if (c->p < c->end)
 			rec->jit.lines = cur_bytes(c, &rec->jit.lines_len);
+		break;
+	case PROFILE_REC_PY_FRAME:
+		rec->py_frame.id = cur_u32(c);
+		rec->py_frame.line = cur_u32(c);
+		rec->py_frame.flags = cur_u32(c);
+		rec->py_frame.qualname = cur_str(c, s1, sizeof(r->str[0]));
+		rec->py_frame.file = cur_str(c, s2, sizeof(r->str[1]));
+		if (!rec->py_frame.id)
+			c->bad = true;
+		/* a second record of an id is taken as the first was: the samples' ids stay valid */
+		if (!c->bad && hmap__set_u64(r->py_ids, rec->py_frame.id, 1))
+			return -ENOMEM;
 		break;
 	default:
 		return 0;	/* a newer record type: skipped */

@@ -51,6 +51,8 @@ struct profile_writer {
 	uint64_t first_time, last_time;
 	uint32_t processes;
 	uint32_t events;	/* event ids given */
+	struct hmap *py_frames;	/* flags, line, qualname, NUL, file -> id, from 1 */
+	uint32_t py_count;	/* Python frame ids given */
 };
 
 static uint64_t now_coarse(void)
@@ -310,6 +312,7 @@ static void writer_free(struct profile_writer *w)
 	hmap__free(w->stacks);
 	free(w->stack_space);
 	hmap__free(w->modules);
+	hmap__free(w->py_frames);
 	free(w->path);
 	free(w->old_path);
 	free(w);
@@ -333,7 +336,8 @@ struct profile_writer *profile_writer__create(const char *path, const struct pro
 	w->zc = ZSTD_createCCtx();
 	w->stacks = hmap__new(HMAP_BYTES);
 	w->modules = hmap__new(HMAP_BYTES);
-	if (!w->zc || !w->stacks || !w->modules)
+	w->py_frames = hmap__new(HMAP_BYTES);
+	if (!w->zc || !w->stacks || !w->modules || !w->py_frames)
 		goto fail;
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
@@ -395,7 +399,8 @@ struct profile_writer *profile_writer__create_fd(int fd, const char *name,
 	w->zc = ZSTD_createCCtx();
 	w->stacks = hmap__new(HMAP_BYTES);
 	w->modules = hmap__new(HMAP_BYTES);
-	if (!w->path || !w->zc || !w->stacks || !w->modules)
+	w->py_frames = hmap__new(HMAP_BYTES);
+	if (!w->path || !w->zc || !w->stacks || !w->modules || !w->py_frames)
 		goto fail;
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
@@ -635,6 +640,70 @@ int profile_writer__stack(struct profile_writer *w, uint8_t space, const uint8_t
 	return stack_id(w, space, cbf, len, id);
 }
 
+int profile_writer__py_frame(struct profile_writer *w, const struct profile_py_frame *f, uint32_t *id)
+{
+	uint8_t small[512], *key = small;
+	size_t qlen, flen, klen;
+	uint64_t *v;
+	int err;
+
+	if (!f->qualname || !f->file)
+		return -EINVAL;
+	if (w->err)
+		return w->err;
+	/* a reader keeps PROFILE_STR_MAX bytes of each: longer ones would not be told apart */
+	qlen = strnlen(f->qualname, PROFILE_STR_MAX);
+	flen = strnlen(f->file, PROFILE_STR_MAX);
+	klen = 8 + qlen + 1 + flen;
+	/* called for every frame of every sample: the common key is built on the stack */
+	if (klen > sizeof(small) && !(key = malloc(klen)))
+		return -ENOMEM;
+	put_le32(key, f->flags);
+	put_le32(key + 4, f->line);
+	memcpy(key + 8, f->qualname, qlen);
+	key[8 + qlen] = '\0';
+	memcpy(key + 9 + qlen, f->file, flen);
+	err = 0;
+	if (!hmap__find(w->py_frames, key, klen, &v)) {
+		*id = (uint32_t)*v;
+		goto out;
+	}
+	/*
+	 * Frames a process makes up (a hostile one names code anything) are
+	 * bounded as stacks are: past the bound the index starts again and a
+	 * frame seen before is written again under a new id.
+	 */
+	if (w->stack_bound && hmap__memory(w->py_frames) > w->stack_bound) {
+		struct hmap *fresh = hmap__new(HMAP_BYTES);
+
+		if (!fresh) {
+			err = -ENOMEM;
+			goto out;
+		}
+		hmap__free(w->py_frames);
+		w->py_frames = fresh;
+	}
+	if (w->py_count == UINT32_MAX) {
+		err = -E2BIG;
+		goto out;
+	}
+	if ((err = hmap__entry(w->py_frames, key, klen, &v, NULL)))
+		goto out;
+	*v = *id = ++w->py_count;
+	if ((err = begin(w, 32 + qlen + flen)))
+		goto out;
+	put_varint(&w->scratch, *id);
+	put_varint(&w->scratch, f->line);
+	put_varint(&w->scratch, f->flags);
+	put_bytes(&w->scratch, f->qualname, qlen);
+	put_bytes(&w->scratch, f->file, flen);
+	err = append(w, PROFILE_REC_PY_FRAME);
+out:
+	if (key != small)
+		free(key);
+	return err;
+}
+
 /* A stack of a sample: its bytes, else an id interned before in that space. */
 static int sample_stack(struct profile_writer *w, uint8_t space, const uint8_t *cbf, size_t len,
 			uint32_t given, uint32_t *id)
@@ -649,11 +718,19 @@ static int sample_stack(struct profile_writer *w, uint8_t space, const uint8_t *
 
 int profile_writer__sample(struct profile_writer *w, const struct profile_sample *s)
 {
-	uint32_t uid, kid;
+	uint32_t uid, kid, flags = s->flags;
 	int err;
 
-	if (bad_time(s->time_ns))
+	if (bad_time(s->time_ns) || s->py_depth > PROFILE_PY_MAX_DEPTH ||
+	    (s->py_depth && !s->py_frames))
 		return -EINVAL;
+	for (size_t i = 0; i < s->py_depth; i++)
+		if (!s->py_frames[i] || s->py_frames[i] > w->py_count)
+			return -EINVAL;
+	if (s->py_depth && s->py_truncated)
+		flags |= PROFILE_SAMPLE_F_PY_TRUNCATED;
+	else
+		flags &= ~PROFILE_SAMPLE_F_PY_TRUNCATED;
 	/* after a write error nothing more reaches the file: counted, for the summary */
 	if (w->err) {
 		w->refused++;
@@ -662,7 +739,7 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	if ((err = sample_stack(w, PROFILE_USER, s->ustack, s->ustack_len, s->ustack_id, &uid)) ||
 	    (err = sample_stack(w, PROFILE_KERNEL, s->kstack, s->kstack_len, s->kstack_id, &kid)))
 		return err;
-	if (begin(w, 64))
+	if (begin(w, 64 + 5 * s->py_depth))
 		return w->err;
 	put_time(w, s->time_ns);
 	put_varint(&w->scratch, s->pid);
@@ -672,10 +749,15 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 	put_varint(&w->scratch, uid);
 	put_varint(&w->scratch, kid);
 	/* fields added at the end: files of the default event alone are as before */
-	if (s->event || s->flags)
+	if (s->event || flags || s->py_depth)
 		put_varint(&w->scratch, s->event);
-	if (s->flags)
-		put_varint(&w->scratch, s->flags);
+	if (flags || s->py_depth)
+		put_varint(&w->scratch, flags);
+	if (s->py_depth) {
+		put_varint(&w->scratch, s->py_depth);
+		for (size_t i = 0; i < s->py_depth; i++)
+			put_varint(&w->scratch, s->py_frames[i]);
+	}
 	err = append(w, PROFILE_REC_SAMPLE);
 	if (err)
 		return err;

@@ -21,6 +21,7 @@
 #include "flight.h"
 #include "lost.h"
 #include "pipeline.h"
+#include "python.h"
 #include "rt_budget.h"
 #include "sampler.h"
 #include "sizes.h"
@@ -41,7 +42,7 @@ static const char usage[] =
 	"                     [-g] [--call-graph sframe|fp] [--stack-size BYTES]\n"
 	"                     [--max-memory SIZE] [--unwind-threads N] [--no-prepare]\n"
 	"                     [--no-buildid-cache] [--buildid-cache-size SIZE] [-o FILE]\n"
-	"                     [--flight-recorder SECS] [--rt-budget PCT]\n"
+	"                     [--flight-recorder SECS] [--rt-budget PCT] [--no-python]\n"
 	"                     [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Sample user and kernel stacks on the cpu-clock event (or the events of -e),\n"
@@ -114,6 +115,10 @@ static const char usage[] =
 	"                         FILE.YYYYMMDDHHMMSSmmm on SIGUSR2 and to FILE at the end\n"
 	"                         (perf record's --overwrite with --switch-output=signal);\n"
 	"                         not with -e, -c or --off-cpu\n"
+	"      --no-python        no Python frames: by default the frames of each CPython\n"
+	"                         3.10-3.13 interpreter a sampled thread runs are read\n"
+	"                         at each sample (its thread state, code objects) and\n"
+	"                         the views show them after _PyEval_EvalFrameDefault\n"
 	"      --buildid-cache-size SIZE  what that cache may hold (default 2G, every\n"
 	"                         entry at its file size; the entries used longest ago\n"
 	"                         are evicted first)\n"
@@ -175,6 +180,7 @@ struct record {
 	uint64_t period;		/* -c */
 	bool freq_given;		/* -F */
 	bool fp_only;			/* --call-graph fp */
+	bool no_python;			/* --no-python */
 	bool off_cpu;			/* --off-cpu */
 	uint64_t off_cpu_min_ns;	/* --off-cpu-thresh */
 	uint32_t off_cpu_event;		/* its id in the file */
@@ -346,6 +352,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "buildid-cache-size", required_argument, NULL, 0x2001 },
 		{ "flight-recorder", required_argument, NULL, 0x2002 },
 		{ "rt-budget", required_argument, NULL, 0x2003 },
+		{ "no-python", no_argument, NULL, 0x2004 },
 		{ "event", required_argument, NULL, 'e' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "tid", required_argument, NULL, 't' },
@@ -458,6 +465,9 @@ static int parse_args(struct record *r, int argc, char **argv)
 			break;
 		case 0x2000:
 			r->no_buildid_cache = true;
+			break;
+		case 0x2004:
+			r->no_python = true;
 			break;
 		case 0x2001:
 			if (parse_size(optarg, &r->buildid_cache_bytes)) {
@@ -804,6 +814,13 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		fprintf(stderr, "sfprof record: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
 			"alone\n", ps.modules_refused, (double)(r->max_memory / 4) / 1048576.0);
+	if (ps.py_processes || ss.py_faults || ss.py_truncated)
+		fprintf(stderr, "sfprof record: Python: %" PRIu64 " processes running an interpreter, "
+			"%" PRIu64 " frames named (%" PRIu64 " code objects unreadable, %" PRIu64
+			" gone before they were named); %" PRIu64 " chains cut at %d frames, %"
+			PRIu64 " ended by a read that failed\n",
+			ps.py_processes, ps.py_frames, ps.py_unresolved, ps.py_stale, ss.py_truncated,
+			PY_MAX_FRAMES, ss.py_faults);
 	if (stack_resets)
 		fprintf(stderr, "sfprof record: the index of stacks written passed its bound %" PRIu64
 			" times: stacks seen again were written again\n", stack_resets);
@@ -1112,7 +1129,7 @@ int cmd_record(int argc, char **argv)
 	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
 				       record_ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
 				       r.event_ids, r.period, r.ntids > 0, r.off_cpu,
-				       r.off_cpu_min_ns, r.off_cpu_event };
+				       r.off_cpu_min_ns, r.off_cpu_event, r.no_python };
 	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
 	if (!r.sampler) {
 		fprintf(stderr, "sfprof record: %s\n", msg);
@@ -1150,6 +1167,17 @@ int cmd_record(int argc, char **argv)
 	pipeline__set_resize(r.pipeline, on_resize, &r);
 	pipeline__set_backlog(r.pipeline, on_backlog, &r);
 	pipeline__set_wanted(r.pipeline, is_recorded, &r);
+	if (!r.no_python) {
+		struct python_map_ops pyops;
+
+		if (sampler__python_ops(r.sampler, &pyops))
+			fprintf(stderr, "sfprof record: no Python frames: the kernel has no bpf_loop() "
+				"(5.17)\n");
+		else if (pipeline__set_python(r.pipeline, &pyops)) {
+			fprintf(stderr, "sfprof record: Python frames: %s\n", strerror(ENOMEM));
+			goto discard;
+		}
+	}
 	if (r.buildid) {
 		pipeline__set_module_hook(r.pipeline, buildid_record__module, r.buildid);
 		pipeline__set_map_hook(r.pipeline, buildid_record__map, r.buildid);

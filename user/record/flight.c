@@ -140,17 +140,23 @@ static int copy_slice(struct profile_writer *out, const struct slice *sl, uint64
 	char path[64];
 	struct profile_reader *r;
 	struct profile_record rec;
-	struct hmap *modules = hmap__new(HMAP_U64);
+	struct hmap *modules = hmap__new(HMAP_U64), *py_frames = hmap__new(HMAP_U64);
+	uint32_t *py_ids = malloc(PROFILE_PY_MAX_DEPTH * sizeof(*py_ids));
 	int ret, err = 0;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", sl->fd);
 	r = profile_reader__open(path, diag);
-	if (!r || !modules) {
+	if (!r || !modules || !py_frames || !py_ids) {
 		hmap__free(modules);
+		hmap__free(py_frames);
+		free(py_ids);
 		profile_reader__free(r);
 		return -ENOMEM;
 	}
-	/* ids are the slice's own: modules are numbered again in the output, stacks interned again */
+	/*
+	 * ids are the slice's own: modules and Python frames are numbered again
+	 * in the output, stacks interned again
+	 */
 	while (!err && (ret = profile_reader__next(r, &rec)) == 1) {
 		uint64_t *v;
 		uint32_t id;
@@ -173,9 +179,24 @@ static int copy_slice(struct profile_writer *out, const struct slice *sl, uint64
 							0 : (uint32_t)*v;
 			err = profile_writer__mapping(out, &rec.mapping);
 			break;
+		case PROFILE_REC_PY_FRAME:
+			err = profile_writer__py_frame(out, &rec.py_frame, &id);
+			if (!err)
+				err = hmap__set_u64(py_frames, rec.py_frame.id, id);
+			break;
 		case PROFILE_REC_SAMPLE:
 			if (rec.sample.time_ns < min || rec.sample.time_ns > max)
 				break;
+			/* the Python frames by their ids in the output; one the slice lacks, left out */
+			if (rec.sample.py_frames) {
+				size_t k = 0;
+
+				for (size_t i = 0; i < rec.sample.py_depth && k < PROFILE_PY_MAX_DEPTH; i++)
+					if (!hmap__find_u64(py_frames, rec.sample.py_frames[i], &v))
+						py_ids[k++] = (uint32_t)*v;
+				rec.sample.py_frames = k ? py_ids : NULL;
+				rec.sample.py_depth = k;
+			}
 			rec.sample.ustack_id = rec.sample.kstack_id = 0;
 			if (!rec.sample.ustack)
 				rec.sample.ustack_len = 0;
@@ -205,6 +226,8 @@ static int copy_slice(struct profile_writer *out, const struct slice *sl, uint64
 		err = ret;
 	profile_reader__free(r);
 	hmap__free(modules);
+	hmap__free(py_frames);
+	free(py_ids);
 	return err;
 }
 

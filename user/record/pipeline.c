@@ -14,6 +14,7 @@
 #include "buildid/buildid.h"
 #include "kernel_jit.h"
 #include "pipeline.h"
+#include "python.h"
 
 enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };
 
@@ -218,6 +219,17 @@ void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx)
 {
 	pl->wanted = fn;
 	pl->wanted_ctx = ctx;
+}
+
+int pipeline__set_python(struct pipeline *pl, const struct python_map_ops *ops)
+{
+	for (unsigned i = 0; i < pl->nshards; i++) {
+		int err = procs__set_python(pl->shards[i].procs, ops, i, pl->nshards);
+
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx)
@@ -746,7 +758,8 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 		      const uint8_t *ustack)
 {
 	size_t kbytes = (size_t)h->kstack_depth * 8;
-	size_t len = sizeof(*h) + kbytes + h->ustack_len;
+	size_t pybytes = (size_t)h->py_depth * sizeof(struct sample_py_frame);
+	size_t len = sizeof(*h) + kbytes + h->ustack_len + pybytes;
 	struct shard *sh = owner(pl, h->pid);
 	struct item *it = reserve(sh, len, sh->event_room);
 
@@ -765,6 +778,9 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
 	if (kbytes)	/* a sample without a kernel stack may pass none */
 		memcpy(it->data + sizeof(*h), kstack, kbytes);
 	memcpy(it->data + sizeof(*h) + kbytes, ustack, h->ustack_len);
+	/* the Python frames follow the user stack, in the ring record as here */
+	if (pybytes)
+		memcpy(it->data + sizeof(*h) + kbytes + h->ustack_len, ustack + h->ustack_len, pybytes);
 	publish(sh, it, true);
 }
 
@@ -949,6 +965,14 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 			st->jit.code_refused += js->code_refused;
 			st->jit.copy_tables += js->copy_tables;
 			st->jit.reunwound += js->reunwound;
+		}
+		{
+			const struct python_stats *py = procs__python_stats(sh->procs);
+
+			st->py_processes += py->processes;
+			st->py_frames += py->frames;
+			st->py_unresolved += py->unresolved;
+			st->py_stale += py->stale;
 		}
 		if (sh->slowest_ns > st->slowest_ns)
 			st->slowest_ns = sh->slowest_ns;

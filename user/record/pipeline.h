@@ -55,6 +55,10 @@ struct pipeline_stats {
 	struct prepare_stats prepare;
 	struct jit_stats jit;		/* summed over the threads; read once they have ended */
 	uint64_t joined_at;		/* CLOCK_MONOTONIC: pipeline__finish() had the queues handled */
+	uint64_t py_processes;		/* processes found running a Python interpreter */
+	uint64_t py_frames;		/* Python frames named */
+	uint64_t py_unresolved;		/* Python frames whose code object could not be read */
+	uint64_t py_stale;		/* Python frames whose code object was gone when named */
 };
 
 /* A sample handled slower than this held its thread up: a file opened, a table made. */
@@ -92,6 +96,11 @@ typedef bool (*pipeline_wanted_fn)(void *ctx, uint32_t pid);
 
 /** pipeline__set_wanted() - which processes' files to prepare (all without one). */
 void pipeline__set_wanted(struct pipeline *pl, pipeline_wanted_fn fn, void *ctx);
+struct python_map_ops;
+
+/** pipeline__set_python() - procs__set_python() of every thread (before any scan). @return 0 or -errno. */
+int pipeline__set_python(struct pipeline *pl, const struct python_map_ops *ops);
+
 /** pipeline__set_module_hook() - procs__set_module_hook() of every thread (before pipeline__start()). */
 void pipeline__set_module_hook(struct pipeline *pl, procs_module_fn fn, void *ctx);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The record path after the ring: samples unwound in their process, encoded, and written with what they need. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "util/hmap.h"
 #include "procs.h"
 #include "proctab.h"
+#include "python.h"
 #include "stack_enc.h"
 
 #define MAX_UNWIND 1024	/* frames unwound; the CBF keeps max_depth of them */
@@ -51,6 +53,10 @@ struct procs {
 	bool jit_off;			/* procs__set_jit() */
 	struct procs_unwound redo;	/* a sample unwound again with rows for its JIT code */
 	struct stack_enc kstack;
+	struct python *py;		/* the interpreters of this table's processes */
+	bool py_off;			/* procs__set_python(): no Python frames */
+	unsigned py_shard, py_shards;	/* the processes whose pid % py_shards is py_shard are this table's */
+	uint32_t py_ids[PY_MAX_FRAMES];	/* a sample's Python frames, as the writer interned them */
 };
 
 /* Keep the first error of a write to the file. @return @err. */
@@ -214,7 +220,9 @@ struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struc
 	p->learned = hmap__new(HMAP_BYTES);
 	p->tab = proctab__new(p->cache, &ops, p);
 	p->jit = jit_recorder__new(arch, &(struct jit_ops){ emit_jit, warn, p });
-	if (!p->opts.cache || !p->threads || !p->learned || !p->tab || !p->jit) {
+	p->py = python__new(NULL);
+	p->py_off = true;	/* until procs__set_python() */
+	if (!p->opts.cache || !p->threads || !p->learned || !p->tab || !p->jit || !p->py) {
 		procs__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -228,6 +236,7 @@ void procs__free(struct procs *p)
 		return;
 	proctab__free(p->tab);
 	jit_recorder__free(p->jit);
+	python__free(p->py);
 	procs__unwound_release(&p->redo);
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
@@ -270,19 +279,113 @@ const struct procs_stats *procs__stats(const struct procs *p)
 	return &p->stats;
 }
 
+int procs__set_python(struct procs *p, const struct python_map_ops *ops, unsigned shard,
+		      unsigned shards)
+{
+	struct python *py;
+
+	if (!ops) {
+		p->py_off = true;
+		return 0;
+	}
+	py = python__new(ops);
+	if (!py)
+		return -errno;
+	python__free(p->py);
+	p->py = py;
+	p->py_off = false;
+	p->py_shard = shard;
+	p->py_shards = shards ? shards : 1;
+	return 0;
+}
+
+const struct python_stats *procs__python_stats(const struct procs *p)
+{
+	return python__stats(p->py);
+}
+
+/* Whether this table looks after @pid's interpreter: one table of those sharing the map does. */
+static bool python_owns(const struct procs *p, uint32_t pid)
+{
+	return !p->py_off && pid % p->py_shards == p->py_shard;
+}
+
+/* A process learned from /proc: its interpreter, if it runs one, found in its mappings. */
+static void python_scan(struct procs *p, pid_t pid)
+{
+	if (python_owns(p, pid))
+		python__scan(p->py, pid);
+}
+
 int procs__scan(struct procs *p, pid_t pid)
 {
-	return proctab__scan(p->tab, pid);
+	int err = proctab__scan(p->tab, pid);
+
+	if (!err)
+		python_scan(p, pid);
+	return err;
 }
 
 int procs__scan_held(struct procs *p, pid_t pid)
 {
-	return proctab__scan_held(p->tab, pid);
+	int err = proctab__scan_held(p->tab, pid);
+
+	if (!err)
+		python_scan(p, pid);
+	return err;
 }
 
 int procs__scan_all(struct procs *p)
 {
-	return proctab__scan_all(p->tab);
+	int n = proctab__scan_all(p->tab);
+	struct dirent *d;
+	DIR *dir;
+
+	if (n < 0 || p->py_off || !(dir = opendir("/proc")))
+		return n;
+	while ((d = readdir(dir))) {
+		char *end;
+		unsigned long pid = strtoul(d->d_name, &end, 10);
+
+		if (*end || !pid || pid > INT32_MAX)
+			continue;
+		python_scan(p, (pid_t)pid);
+	}
+	closedir(dir);
+	return n;
+}
+
+/* The task events that tell where an interpreter is, and when it goes. */
+static void python_task_event(struct procs *p, const struct perf_event_header *e)
+{
+	const struct perf_rec_mmap2 *mm = (const struct perf_rec_mmap2 *)e;
+	const struct perf_rec_comm *c = (const struct perf_rec_comm *)e;
+	const struct perf_rec_task *t = (const struct perf_rec_task *)e;
+	size_t at = offsetof(struct perf_rec_mmap2, filename);
+
+	/* pid is at the same place in the three */
+	if (e->size < sizeof(*e) + 4 || !python_owns(p, mm->pid))
+		return;
+	switch (e->type) {
+	case PERF_RECORD_MMAP2:
+		/* libpython mapped by the loader or a dlopen; an interpreter's executable at exec */
+		if (e->size > at && memchr(mm->filename, '\0', e->size - at))
+			python__mapped(p->py, mm->pid, mm->filename, mm->addr, mm->pgoff);
+		break;
+	case PERF_RECORD_COMM:
+		if (e->size >= sizeof(*c) && (e->misc & PERF_RECORD_MISC_COMM_EXEC))
+			python__forget(p->py, c->pid);
+		break;
+	case PERF_RECORD_FORK:
+		/* the parent may be another table's: the child's own maps say */
+		if (e->size >= sizeof(*t) && t->pid != t->ppid)
+			python_scan(p, t->pid);
+		break;
+	case PERF_RECORD_EXIT:
+		if (e->size >= sizeof(*t) && t->pid == t->tid)
+			python__forget(p->py, t->pid);
+		break;
+	}
 }
 
 void procs__task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
@@ -295,6 +398,8 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 	    memchr(mm->filename, '\0', e->size - at))
 		jit_recorder__mmap(p->jit, mm->pid, mm->addr, mm->addr + mm->len, mm->filename);
 	proctab__task_event(p->tab, e, time);
+	if (!p->py_off)
+		python_task_event(p, e);
 }
 
 void procs__jit_flush(struct procs *p, uint64_t time)
@@ -546,6 +651,49 @@ static const struct procs_unwound *jit_unwind(struct procs *p, const struct proc
 	return u;
 }
 
+/*
+ * The Python frames after @h's user stack (@raw, unaligned) named and
+ * interned into @s. A frame whose code object cannot be read is written as
+ * "?" in its file "?": the chain keeps its shape. @return 0, or -errno of
+ * the writer (kept as the table's error).
+ */
+static int python_frames(struct procs *p, const struct sample_hdr *h, const uint8_t *raw,
+			 struct profile_sample *s)
+{
+	size_t n = h->py_depth < PY_MAX_FRAMES ? h->py_depth : PY_MAX_FRAMES;
+	struct pycode_info info;
+	int err = 0;
+
+	/* the writer's lock once for the chain, not once a frame: most names come from the cache */
+	if (p->wlock)
+		pthread_mutex_lock(p->wlock);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct sample_py_frame f;
+		struct profile_py_frame rec = { 0 };
+
+		memcpy(&f, raw + i * sizeof(f), sizeof(f));
+		if (python__resolve(p->py, h->pid, &f, &info)) {
+			rec.qualname = "?";
+			rec.file = "?";
+		} else {
+			rec.qualname = info.qualname;
+			rec.file = info.file;
+			rec.line = info.line;
+		}
+		rec.flags = f.flags & SAMPLE_PY_F_ENTRY ? PROFILE_PY_F_ENTRY : 0;
+		if (f.flags & SAMPLE_PY_F_TRUNCATED)
+			s->py_truncated = true;
+		err = profile_writer__py_frame(p->w, &rec, &p->py_ids[i]);
+	}
+	if (p->wlock)
+		pthread_mutex_unlock(p->wlock);
+	if (wrote(p, err))
+		return err;
+	s->py_frames = n ? p->py_ids : NULL;
+	s->py_depth = n;
+	return 0;
+}
+
 void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const struct sample_hdr *h,
 			 const uint64_t *kstack, const uint8_t *ustack,
 			 const struct procs_unwound *u, struct procs_copy_use *use)
@@ -593,6 +741,8 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	}
 	if (kn && wrote(p, stack_enc__addrs(&p->kstack, kstack, kn, &p->cut,
 					    kn == MAX_KSTACK_DEPTH, &s.kstack, &s.kstack_len)))
+		return;
+	if ((h->flags & SAMPLE_F_PYTHON) && !p->py_off && python_frames(p, h, ustack + h->ustack_len, &s))
 		return;
 	/* a weight is 32 bits: a longer one (over 4.29 s off the CPU) in several samples */
 	do {

@@ -110,6 +110,25 @@ void procs__set_writer(struct procs *p, struct profile_writer *w);
  */
 int procs__forget_written(struct procs *p);
 
+struct python_map_ops;
+struct python_stats;
+
+/**
+ * procs__set_python() - tell the interpreters found in the table's
+ * processes through @ops (the sampler's py_procs map), and name the Python
+ * frames of their samples (its callbacks NULL: name them, tell no one);
+ * NULL: look for none, write no Python frames (the default). Of the
+ * tables sharing one map (@shards of them, this one number @shard), each
+ * looks after the processes whose pid % @shards is its number; the
+ * samples it writes must be of those. Called before any scan.
+ * @return 0 or -ENOMEM.
+ */
+int procs__set_python(struct procs *p, const struct python_map_ops *ops, unsigned shard,
+		      unsigned shards);
+
+/** @return what the table's Python frames cost and gave (python.h). */
+const struct python_stats *procs__python_stats(const struct procs *p);
+
 /** procs__free() - accepts NULL. */
 void procs__free(struct procs *p);
 

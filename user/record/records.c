@@ -20,9 +20,15 @@ int sample_record__check(const void *data, size_t len, struct sample_view *out)
 	kbytes = (size_t)h->kstack_depth * 8;	/* the user stack follows the kernel stack */
 	if (len - sizeof(*h) < kbytes || h->ustack_len > len - sizeof(*h) - kbytes)
 		return -EBADMSG;
+	/* the Python frames follow the user stack */
+	if (h->py_depth > PY_MAX_FRAMES ||
+	    (size_t)h->py_depth * sizeof(struct sample_py_frame) >
+	    len - sizeof(*h) - kbytes - h->ustack_len)
+		return -EBADMSG;
 	out->h = h;
 	out->kstack = (const uint64_t *)((const uint8_t *)data + sizeof(*h));
 	out->ustack = (const uint8_t *)data + sizeof(*h) + kbytes;
+	out->py = out->ustack + h->ustack_len;
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "py_walk.h"
 #include "sample.h"
 
 /* A sample record's parts, pointing into the record. */
@@ -14,11 +15,13 @@ struct sample_view {
 	const struct sample_hdr *h;
 	const uint64_t *kstack;	/* h->kstack_depth addresses */
 	const uint8_t *ustack;	/* h->ustack_len bytes from h->sp */
+	const uint8_t *py;	/* h->py_depth struct sample_py_frame, unaligned: right after ustack */
 };
 
 /**
  * sample_record__check() - a sample as the BPF side writes it into the ring:
- * its header, kstack_depth kernel addresses, then ustack_len bytes of stack.
+ * its header, kstack_depth kernel addresses, ustack_len bytes of stack, then
+ * py_depth Python frames (at most PY_MAX_FRAMES).
  * @data: the record, 8-byte aligned as the ring gives it.
  * @return 0 with @out set, or -EBADMSG for a record shorter than its header
  * says, with a kernel stack deeper than the BPF side writes, or with a

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "cmds.h"
+#include "python.h"
 #include "records.h"
 #include "sample.skel.h"
 #include "sampler.h"
@@ -376,6 +377,37 @@ void sampler__stats(struct sampler *s, struct sampler_stats *st)
 	st->lost_queue = s->dropped_late;
 	st->malformed = s->malformed;
 	st->outside = s->outside;
+	st->py_truncated = counter(s, COUNTER_PY_TRUNCATED);
+	st->py_faults = counter(s, COUNTER_PY_FAULT);
+}
+
+static int py_update(void *ctx, uint32_t pid, const struct py_proc *proc)
+{
+	struct sampler *s = ctx;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &pid, proc, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static void py_remove(void *ctx, uint32_t pid)
+{
+	struct sampler *s = ctx;
+
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &pid);
+}
+
+static bool py_wanted(void *ctx, uint32_t pid)
+{
+	return sampler__is_target(ctx, (pid_t)pid);
+}
+
+int sampler__python_ops(struct sampler *s, struct python_map_ops *ops)
+{
+	if (!s->skel->rodata->python_frames)
+		return -EOPNOTSUPP;
+	*ops = (struct python_map_ops){ py_update, py_remove, py_wanted, s };
+	return 0;
 }
 
 int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes)
@@ -658,6 +690,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->skel->rodata->filter_tids = opts->filter_tids;
 	s->skel->rodata->follow_forks = opts->follow_forks;
 	s->skel->rodata->self_tgid = getpid();
+	/* the walk's loops are bpf_loop()'s: without it (before 5.17) the branch is dead, the program loads */
+	s->skel->rodata->python_frames = !opts->no_python &&
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1;
 	ring_bytes = opts->ring_bytes ? opts->ring_bytes : RING_BYTES;
 	/* woken at 4 MiB waiting, or half of a smaller ring (that would only fill) */
 	if (s->skel->rodata->wakeup_bytes > ring_bytes / 2)

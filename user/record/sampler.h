@@ -30,6 +30,7 @@ struct sampler_opts {
 	bool off_cpu;		/* also the blocks of the recorded threads (offcpu.bpf.c) */
 	uint64_t off_cpu_min_ns;	/* shorter blocks are counted, not recorded */
 	uint32_t off_cpu_event;	/* the offcpu-time event's id */
+	bool no_python;		/* no Python frame walk (--no-python): the program as without it */
 };
 
 struct sampler_cbs {
@@ -103,7 +104,19 @@ struct sampler_stats {
 	uint64_t lost_scratch;	/* no scratch buffer for the CPU (should not happen) */
 	uint64_t malformed;	/* ring records shorter than their header said: lost too */
 	uint64_t outside;	/* taken outside sampler__set_window()'s window: dropped, not lost */
+	uint64_t py_truncated;	/* Python chains cut at PY_MAX_FRAMES */
+	uint64_t py_faults;	/* Python frame walks ended by a read that failed */
 };
+
+struct python_map_ops;
+
+/**
+ * sampler__python_ops() - @ops that tell the sampler's frame walk which
+ * processes run an interpreter (py_procs): safe from any thread, valid
+ * while the sampler is. @return 0, or -EOPNOTSUPP when the sampler walks
+ * no Python frames (opts.no_python, or a kernel without bpf_loop(), 5.17).
+ */
+int sampler__python_ops(struct sampler *s, struct python_map_ops *ops);
 
 /** sampler__stats() - counts so far, from the BPF side and the reader. */
 void sampler__stats(struct sampler *s, struct sampler_stats *st);

@@ -137,6 +137,13 @@ static void print_record(const struct profile_record *r)
 			printf(" event %u", r->sample.event);
 		if (r->sample.flags)
 			printf(" flags %#x", r->sample.flags);
+		if (r->sample.py_depth) {
+			fputs(" python", stdout);
+			for (size_t i = 0; i < r->sample.py_depth; i++)
+				printf("%s%u", i ? "," : " ", r->sample.py_frames[i]);
+			if (r->sample.py_truncated)
+				fputs(" truncated", stdout);
+		}
 		putchar('\n');
 		break;
 	case PROFILE_REC_EVENT:
@@ -176,6 +183,14 @@ static void print_record(const struct profile_record *r)
 			print_jit_lines(r->jit.lines, r->jit.lines_len);
 		putchar('\n');
 		break;
+	case PROFILE_REC_PY_FRAME:
+		printf("py_frame %u line %u%s qualname ", r->py_frame.id, r->py_frame.line,
+		       r->py_frame.flags & PROFILE_PY_F_ENTRY ? " entry" : "");
+		print_quoted(r->py_frame.qualname);
+		fputs(" file ", stdout);
+		print_quoted(r->py_frame.file);
+		putchar('\n');
+		break;
 	}
 }
 
@@ -196,6 +211,9 @@ bool profile_print_notices(const char *path, const struct profile_status *st)
 	if (st->unknown_stacks)
 		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
 			sfprof_command(), path, st->unknown_stacks);
+	if (st->unknown_py_frames)
+		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " sample Python chain(s) cut at frames "
+			"that were in damaged blocks\n", sfprof_command(), path, st->unknown_py_frames);
 	if (st->trailer_failed)
 		fprintf(stderr, "sfprof %s: %s: the recording stopped early on an error\n",
 			sfprof_command(), path);

@@ -16,7 +16,7 @@ static const char usage[] =
 	"usage: sfprof export [-i FILE] -f FORMAT [-o OUT] [--title TEXT] [--min-width PX]\n"
 	"                     [--diff OLD] [--keep-addresses] [--event NAME]\n"
 	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
-	"                     [--no-inline]\n"
+	"                     [--no-inline] [--python-only]\n"
 	"\n"
 	"Write a profile (default sfprof.data) in another tool's format, to OUT or stdout.\n"
 	"\n"
@@ -74,7 +74,8 @@ static const char usage[] =
 	"                              look for DIR/.build-id/xx/rest.debug too\n"
 	"      --no-debuginfod         do not ask debuginfod even if DEBUGINFOD_URLS is set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
-	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n";
+	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n"
+	"      --python-only           Python functions alone: no native or kernel frames\n";
 
 enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DIFF, OPT_KEEP_ADDRESSES, OPT_EVENT };
 

@@ -23,7 +23,7 @@ static const char usage[] =
 	"                     [--comm COMMS] [--pid PIDS] [--tid TIDS] [--dso DSOS]\n"
 	"                     [--symbols SYMS] [--time RANGE] [--percentage relative|absolute]\n"
 	"                     [--debug-file-directory DIR]... [--no-debuginfod] [--kallsyms FILE]\n"
-	"                     [--no-inline]\n"
+	"                     [--no-inline] [--python-only]\n"
 	"\n"
 	"Print where a profile's samples were taken (default sfprof.data), as\n"
 	"`perf report --stdio` does: a header with the totals, then one row per\n"
@@ -65,6 +65,7 @@ static const char usage[] =
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
 	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n"
+	"      --python-only           Python functions alone: no native or kernel frames\n"
 	"\n"
 	"Self is the share of samples whose innermost frame (in the kernel if the\n"
 	"sample was taken there) falls in the row. Symbols are [.] for user code and\n"
@@ -124,6 +125,7 @@ enum { ORDER_CALLEE = 1, ORDER_CALLER };
 struct section {
 	uint64_t samples, weight, first_ns, last_ns, processes, truncated;
 	uint64_t cut;		/* samples whose stack lost frames at the session's bound */
+	uint64_t python, py_truncated;	/* samples with Python frames; their chains cut at the cap */
 	uint64_t shown_samples, shown_weight;	/* what the filters keep, for --percentage relative */
 };
 
@@ -380,6 +382,8 @@ static int group_samples(struct report *r, uint32_t event, struct section *sec)
 		sec->weight += smp->weight;
 		sec->truncated += st->truncated;
 		sec->cut += st->cut;
+		sec->python += st->python > 0;
+		sec->py_truncated += st->py_truncated;
 		if (hmap__entry_u64(pids, smp->pid, &idx)) {
 			err = -ENOMEM;
 			break;
@@ -785,6 +789,13 @@ static void print_section_header(struct report *r, uint32_t event, const struct 
 		printf("# Cut stacks: %" PRIu64 " samples (%.2f%%) whose stack was cut: the file's "
 		       "stacks repeat frames past what report holds for its size\n", sec->cut,
 		       100.0 * sec->cut / sec->samples);
+	if (sec->python)
+		printf("# Python: %" PRIu64 " samples (%.2f%%) with Python frames\n", sec->python,
+		       100.0 * sec->python / sec->samples);
+	if (sec->py_truncated)
+		printf("# Python chains cut: %" PRIu64 " samples (%.2f%%) whose Python frames passed "
+		       "the recording's cap: their outermost frames are missing\n", sec->py_truncated,
+		       100.0 * sec->py_truncated / sec->samples);
 	printf("#\n");
 }
 

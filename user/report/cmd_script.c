@@ -14,7 +14,7 @@
 static const char usage[] =
 	"usage: sfprof script [-i FILE] [-F FIELDS] [--debug-file-directory DIR]...\n"
 	"                     [--no-debuginfod] [--kallsyms FILE]\n"
-	"                     [--no-inline]\n"
+	"                     [--no-inline] [--python-only]\n"
 	"\n"
 	"Print each sample of a profile (default sfprof.data) as `perf script` prints a\n"
 	"cpu-clock recording with call graphs, so that FlameGraph's stackcollapse-perf.pl\n"
@@ -49,7 +49,8 @@ static const char usage[] =
 	"                              look for DIR/.build-id/xx/rest.debug files too\n"
 	"      --no-debuginfod         never ask debuginfod, even with DEBUGINFOD_URLS set\n"
 	"      --kallsyms FILE         kernel symbols (default /proc/kallsyms)\n"
-	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n";
+	"      --no-inline             no inlined functions as frames of their own (DWARF's)\n"
+	"      --python-only           Python functions alone: no native or kernel frames\n";
 
 enum field {
 	F_COMM, F_TID, F_PID, F_TIME, F_CPU, F_EVENT, F_PERIOD, F_IP, F_SYM, F_DSO, F_SYMOFF,
@@ -115,6 +116,31 @@ static int parse_fields(const char *arg, unsigned *fields)
 }
 
 /*
+ * A Python frame's module (its file, escaped) with its spaces as "\x20": the
+ * interpreter's own files are "<frozen importlib._bootstrap>", and tools
+ * that read perf script's text (stackcollapse-perf.pl) take the module in
+ * parentheses for a word. Frees @mod. @return the new string, or NULL.
+ */
+static char *py_module(char *mod)
+{
+	size_t len = strlen(mod);
+	char *out = malloc(len * 4 + 1), *o = out;
+
+	if (out) {
+		for (size_t i = 0; i < len; i++)
+			if (mod[i] == ' ') {
+				memcpy(o, "\\x20", 4);
+				o += 4;
+			} else {
+				*o++ = mod[i];
+			}
+		*o = '\0';
+	}
+	free(mod);
+	return out;
+}
+
+/*
  * The text of frame @f's line with @fields, made once per distinct frame:
  * the name and the module escaped (text.h), so that no name can start a
  * line of its own. A frame no symbol covers is named module+0xoffset, once:
@@ -131,8 +157,8 @@ static char *frame_line(const struct session_frame *f, unsigned fields)
 			     f->omitted);
 		return n < 0 ? NULL : line;
 	}
-	/* [execve: old image] is no code: nothing to be at an offset of */
-	if (f->sym && !f->old_image && (fields & F(F_SYMOFF)))
+	/* [execve: old image] and Python frames are no machine code: nothing to be at an offset of */
+	if (f->sym && !f->old_image && !f->python && (fields & F(F_SYMOFF)))
 		snprintf(off, sizeof(off), "+0x%" PRIx64, f->offset);
 	snprintf(addr, sizeof(addr), "%16" PRIx64, f->kernel || !f->module ? f->addr : f->rel);
 	if ((fields & F(F_SRCLINE)) && f->file && f->line) {
@@ -148,6 +174,8 @@ static char *frame_line(const struct session_frame *f, unsigned fields)
 	/* perf script --inline (perf 6.1) names an inlined frame's module "(inlined)" */
 	mod = text_dup(f->kernel ? "[kernel.kallsyms]" : f->inlined ? "inlined" : f->dso_path ?
 		       f->dso_path : f->dso ? f->dso : "[unknown]", 0);
+	if (mod && f->python && strchr(mod, ' '))
+		mod = py_module(mod);	/* NULL when out of memory: no line, as below */
 	if (shown && mod)
 		n = asprintf(&line, "\t%s%s%s%s%s%s%s\n", addr,
 			     fields & (F(F_SYM) | F(F_SYMOFF)) ? " " : "",

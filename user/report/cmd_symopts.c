@@ -36,6 +36,9 @@ bool sym_option(int c, const char *arg, struct symbolizer_opts *o, const char **
 	case OPT_SYM_NO_INLINE:
 		o->no_inline = true;
 		return true;
+	case OPT_SYM_PYTHON_ONLY:
+		o->python_only = true;
+		return true;
 	default:
 		return false;
 	}

@@ -96,6 +96,14 @@ static void put_sample(FILE *out, const struct image_layout *l, const struct ses
 			n += f->omitted;
 			continue;
 		}
+		if (f->python) {	/* the interpreter's: its function, file and line, as llvm-symbolizer prints one */
+			fprintf(out, "    #%u    0x%016" PRIx64 " in ", n++, f->addr);
+			text_put(out, f->py_qualname, TEXT_MARKUP);
+			putc(' ', out);
+			text_put(out, f->file, TEXT_MARKUP);
+			fprintf(out, ":%u\n", f->line);
+			continue;
+		}
 		if (f->old_image) {	/* no code: as a frame no module names, by its name */
 			fprintf(out, "    #%u    0x%016" PRIx64 " ", n++, f->addr);
 			text_put(out, f->sym, TEXT_MARKUP);

@@ -263,7 +263,8 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
 			    const uint32_t *inlined, uint32_t ninlined)
 {
 	const struct session_frame *f = session__frame(p->s, frame);
-	uint64_t key = f->kernel ? frame : (uint64_t)(image + 1) << 32 | frame;
+	/* kernel and Python frames are the same in every process */
+	uint64_t key = f->kernel || f->python ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
 	uint32_t inlined_fn[MAX_INLINED_LINES];
 	bool named;
@@ -282,6 +283,9 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
 		if (addr >= p->kernel_hi)
 			p->kernel_hi = addr + 1;
 		map_id = p->kernel_mapping;
+	} else if (f->python) {
+		/* code the interpreter runs: no mapping, no address, a Line of the code object's */
+		addr = 0;
 	} else if ((l = layout(p, image))) {
 		image_layout__frame_addr(l, f, &addr, &map);
 		if (map != SIZE_MAX)
@@ -293,7 +297,8 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
 	 */
 	named = !p->o->no_symbolize || f->kernel || !map_id || (!f->module && f->sym);
 	/* before the location's fields: a new function is built in the same buffer */
-	fn = named ? function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file) : 0;
+	fn = !named ? 0 : f->python ? function_id(p, f->py_qualname, f->file) :
+	     function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file);
 	if (ninlined > MAX_INLINED_LINES) {
 		/* the innermost ones: the session holds no deeper chain than that */
 		ninlined = MAX_INLINED_LINES;

@@ -34,6 +34,7 @@ struct session {
 	struct symbolizer *sym;
 	bool sym_borrowed;	/* opts->symbolizer: not freed here */
 	bool no_inline;		/* opts->sym.no_inline: no inlined frames */
+	bool python_only;	/* opts->sym.python_only: stacks of Python frames alone */
 	struct session_archive *archive;	/* an archive's unpacked files, NULL for a profile */
 	char **strings;			/* every string the session owns */
 	size_t nstrings, strings_cap;
@@ -82,6 +83,13 @@ struct session {
 	size_t nkjits, kjits_cap;
 	uint64_t frames_held;		/* by all stacks */
 	uint64_t stack_bytes;		/* of the stack records resolved */
+	/* the file's Python frame id -> flags << 32 | frame index + 1 (the first record of an id) */
+	struct hmap *py_ids;
+	struct hmap *py_keys;		/* line, qualname, NUL, file -> frame index + 1 */
+	/* (native stack, Python chain) -> merged stack index + 1 */
+	struct hmap *py_stacks;
+	uint8_t py_key[5 + 4 * PROFILE_PY_MAX_DEPTH];
+	uint32_t py_frames[PROFILE_PY_MAX_DEPTH], py_flags[PROFILE_PY_MAX_DEPTH];
 	uint32_t scratch[MAX_FRAMES];
 };
 
@@ -547,6 +555,185 @@ static int resolve(struct session *s, uint32_t image, const struct profile_sampl
 	return 0;
 }
 
+/* --- Python frames: the interpreter's, merged into the native stacks --- */
+
+bool session_eval_frame(const struct session_frame *f)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	/* gcc's pieces of a function: .cold (its unlikely paths), .part.N, .isra.N */
+	return f->sym && !f->python && !f->kernel && !f->inlined &&
+	       !strncmp(f->sym, eval, sizeof(eval) - 1) &&
+	       (!f->sym[sizeof(eval) - 1] || f->sym[sizeof(eval) - 1] == '.');
+}
+
+/* A py_frame record: its frame, shared by every id of the same name, file and line. */
+static int add_py_frame(struct session *s, const struct profile_py_frame *pf)
+{
+	size_t qlen = strlen(pf->qualname), flen = strlen(pf->file), klen = 4 + qlen + 1 + flen;
+	const char *base = strrchr(pf->file, '/');
+	uint64_t *v;
+	uint8_t *key;
+	char *name;
+	uint32_t idx;
+	int err, n;
+
+	if (!hmap__find_u64(s->py_ids, pf->id, &v))
+		return 0;	/* a second record of an id: the first stands */
+	key = malloc(klen);
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, &pf->line, 4);
+	memcpy(key + 4, pf->qualname, qlen);
+	key[4 + qlen] = '\0';
+	memcpy(key + 5 + qlen, pf->file, flen);
+	err = hmap__entry(s->py_keys, key, klen, &v, NULL);
+	free(key);
+	if (err)
+		return err;
+	if (!*v) {
+		struct session_frame f = { .python = true };
+
+		/* py-spy's names: the file's base name and the line */
+		base = base && base[1] ? base + 1 : pf->file;
+		n = pf->line ? asprintf(&name, "%s (%s:%u)", pf->qualname, base, pf->line) :
+			       asprintf(&name, "%s (%s)", pf->qualname, base);
+		if (n < 0)
+			return -ENOMEM;
+		f.sym = keep_str(s, name);
+		free(name);
+		f.py_qualname = keep_str(s, pf->qualname);
+		f.dso = f.dso_path = f.file = keep_str(s, pf->file);
+		f.line = pf->line;
+		if (!f.sym[0])
+			return -ENOMEM;	/* keep() gives "" when out of memory: the name is never empty */
+		if ((err = add_frame(s, &f, v, &idx)))
+			return err;
+	}
+	idx = (uint32_t)(*v - 1);
+	return hmap__set_u64(s->py_ids, pf->id, (uint64_t)pf->flags << 32 | (idx + 1));
+}
+
+/*
+ * The frames of native stack @native with the Python chain of @ps merged in
+ * (docs/FORMAT.md): split after each entry frame into one segment per
+ * interpreter call, innermost first; each segment goes just before
+ * (innermost first) the next _PyEval_EvalFrameDefault frame, and what is
+ * left with the outermost one; with none, outside the outermost user frame.
+ * A segment goes before the frames inlined into the eval frame too, which
+ * views take as part of the frame after them. With python_only, the Python
+ * frames alone. @return the number of frames in @out.
+ */
+static size_t py_merge(struct session *s, const struct session_stack *nat, size_t depth,
+		       uint32_t *out)
+{
+	size_t n = 0, next = 0, evals = 0, seen = 0;
+
+	if (s->python_only) {
+		memcpy(out, s->py_frames, depth * sizeof(*out));
+		return depth;
+	}
+	for (uint32_t k = nat->kernel; k < nat->count; k++)
+		evals += session_eval_frame(&s->frames[nat->frames[k]]);
+	for (uint32_t k = 0; k < nat->count; k++) {
+		uint32_t fi = nat->frames[k], group = k;
+
+		if (k >= nat->kernel && session_eval_frame(&s->frames[fi])) {
+			/* the inlined frames before it belong to it: the segment goes before them */
+			while (group > nat->kernel && s->frames[nat->frames[group - 1]].inlined)
+				group--;
+			n -= k - group;
+			/* one segment, or all that are left for the outermost */
+			while (next < depth) {
+				bool entry = s->py_flags[next] & PROFILE_PY_F_ENTRY;
+
+				out[n++] = s->py_frames[next++];
+				if (entry && seen + 1 < evals)
+					break;
+			}
+			seen++;
+			for (uint32_t g = group; g < k; g++)
+				out[n++] = nat->frames[g];
+		}
+		out[n++] = fi;
+	}
+	while (next < depth)
+		out[n++] = s->py_frames[next++];
+	return n;
+}
+
+/* The stack of a sample with Python frames: native stack @native merged with its chain. */
+static int py_stack(struct session *s, uint32_t native, const struct profile_sample *ps,
+		    uint32_t *idx)
+{
+	size_t depth = 0, klen, n, total, limit = MAX_FRAMES;
+	bool truncated = ps->py_truncated;
+	struct session_stack *st;
+	uint32_t *frames, key_native = s->python_only ? UINT32_MAX : native, npy = 0;
+	uint64_t *v, allowed;
+
+	for (size_t i = 0; i < ps->py_depth && i < PROFILE_PY_MAX_DEPTH; i++) {
+		/* the reader passes defined ids only: one missing here is a chain cut */
+		if (hmap__find_u64(s->py_ids, ps->py_frames[i], &v)) {
+			truncated = true;
+			break;
+		}
+		s->py_frames[depth] = (uint32_t)*v - 1;
+		s->py_flags[depth++] = (uint32_t)(*v >> 32);
+	}
+	memcpy(s->py_key, &key_native, 4);
+	s->py_key[4] = truncated;
+	memcpy(s->py_key + 5, s->py_frames, depth * 4);
+	for (size_t i = 0; i < depth; i++)	/* the flags place the frames */
+		s->py_key[5 + 4 * i + 3] ^= (uint8_t)(s->py_flags[i] << 7);
+	klen = 5 + 4 * depth;
+	if (hmap__entry(s->py_stacks, s->py_key, klen, &v, NULL))
+		return -ENOMEM;
+	if (*v) {
+		*idx = (uint32_t)(*v - 1);
+		return 0;
+	}
+	if (VEC_RESERVE(s->stacks, s->stacks_cap, s->nstacks + 1, 256))
+		return -ENOMEM;
+	total = s->stacks[native].count + depth;
+	frames = malloc((total ? total : 1) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	n = py_merge(s, &s->stacks[native], depth, frames);
+	st = &s->stacks[s->nstacks];
+	if (s->python_only) {
+		*st = (struct session_stack){ .truncated = truncated };
+	} else {
+		*st = s->stacks[native];
+		st->py_truncated = truncated;
+	}
+	/*
+	 * Each merged stack copies its native frames again: what a file claims
+	 * that way is held within the bound resolve() keeps, a chain's ids
+	 * counted as the bytes they take at least. Views hold MAX_FRAMES frames
+	 * of a stack: the outermost beyond go.
+	 */
+	s->stack_bytes += ps->py_depth;
+	allowed = FRAMES_FLOOR + FRAMES_PER_BYTE * s->stack_bytes;
+	if (allowed < s->frames_held + MAX_FRAMES)
+		limit = allowed > s->frames_held ? allowed - s->frames_held : 0;
+	if (n > limit) {
+		n = limit;
+		st->truncated = true;
+		st->cut |= limit < MAX_FRAMES;
+	}
+	for (size_t i = 0; i < n; i++)
+		npy += s->frames[frames[i]].python;
+	st->frames = frames;
+	st->count = (uint32_t)n;
+	st->kernel = st->kernel < n ? st->kernel : (uint32_t)n;
+	st->python = npy;
+	s->frames_held += n;
+	*idx = s->nstacks++;
+	*v = *idx + 1;
+	return 0;
+}
+
 static const char *thread_comm(struct session *s, uint32_t tid, const struct session_image *im)
 {
 	uint64_t *v;
@@ -600,6 +787,8 @@ static void count_sample(struct session *s, const struct session_sample *sm)
 	s->totals.weight += sm->weight;
 	s->totals.truncated += s->stacks[sm->stack].truncated;
 	s->totals.cut += s->stacks[sm->stack].cut;
+	s->totals.python += s->stacks[sm->stack].python > 0;
+	s->totals.py_truncated += s->stacks[sm->stack].py_truncated;
 }
 
 static int add_sample(struct session *s, const struct profile_sample *ps)
@@ -611,6 +800,7 @@ static int add_sample(struct session *s, const struct profile_sample *ps)
 
 	if ((err = current_image(s, ps->pid, true, &image)) ||
 	    (err = resolve(s, image, ps, &stack)) ||
+	    ((ps->py_depth || s->python_only) && (err = py_stack(s, stack, ps, &stack))) ||
 	    (ps->event && (err = event_index(s, ps->event, &event))))
 		return err;
 	if (VEC_RESERVE(s->samples, s->samples_cap, s->nsamples + 1, 256))
@@ -1023,6 +1213,8 @@ static int apply(struct session *s, const struct profile_record *r)
 		return add_event(s, &r->event);
 	case PROFILE_REC_JIT:
 		return add_jit(s, &r->jit);
+	case PROFILE_REC_PY_FRAME:
+		return add_py_frame(s, &r->py_frame);
 	default:
 		return 0;
 	}
@@ -1086,12 +1278,15 @@ struct session *session__open(const char *path, const struct session_opts *opts,
 	} else if (s) {
 		s->sym = symbolizer__new(opts ? &opts->sym : NULL);
 	}
-	if (s)
+	if (s) {
 		s->no_inline = opts && opts->sym.no_inline;
+		s->python_only = opts && opts->sym.python_only;
+	}
 	if (!s || !s->sym ||
 	    !(s->by_pid = hmap__new(HMAP_U64)) || !(s->by_tid = hmap__new(HMAP_U64)) ||
 	    !(s->stack_keys = hmap__new(HMAP_U128)) || !(s->frame_keys = hmap__new(HMAP_U128)) ||
-	    !(s->module_ids = hmap__new(HMAP_U64))) {
+	    !(s->module_ids = hmap__new(HMAP_U64)) || !(s->py_ids = hmap__new(HMAP_U64)) ||
+	    !(s->py_keys = hmap__new(HMAP_BYTES)) || !(s->py_stacks = hmap__new(HMAP_BYTES))) {
 		snprintf(diag->reason, sizeof(diag->reason), "out of memory");
 		session__free(s);
 		return NULL;
@@ -1162,6 +1357,9 @@ void session__free(struct session *s)
 	hmap__free(s->stack_keys);
 	hmap__free(s->frame_keys);
 	hmap__free(s->module_ids);
+	hmap__free(s->py_ids);
+	hmap__free(s->py_keys);
+	hmap__free(s->py_stacks);
 	for (size_t i = 0; i < s->njits; i++)
 		free((void *)s->jits[i].lines);
 	free(s->jits);

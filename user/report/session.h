@@ -51,6 +51,15 @@ struct session_frame {
 	 * truncated.
 	 */
 	bool old_image;
+	/*
+	 * A Python function's frame (the interpreter's, read at the sample):
+	 * sym is "qualname (file.py:line)" with the file's base name, as py-spy
+	 * names it; dso and file the code's co_filename, line its line, addr
+	 * 0; py_qualname the name alone. Placed just before (innermost first)
+	 * the _PyEval_EvalFrameDefault frame running it (docs/FORMAT.md).
+	 */
+	bool python;
+	const char *py_qualname;
 };
 
 #define SESSION_EXEC_OLD_IMAGE		"[execve: old image]"
@@ -63,6 +72,8 @@ struct session_stack {
 	uint32_t kernel;	/* how many of them are kernel frames */
 	bool truncated;		/* the user stack's unwinding stopped early */
 	bool cut;		/* frames left out at the bound on what stacks hold */
+	bool py_truncated;	/* the Python chain was cut at the recording's cap */
+	uint32_t python;	/* how many of its frames are Python frames */
 };
 
 struct session_map {
@@ -116,6 +127,8 @@ struct session_totals {
 	uint64_t processes;
 	uint64_t truncated;	/* samples whose user stack is truncated */
 	uint64_t cut;		/* samples whose stack was cut at the bound on frames held */
+	uint64_t python;	/* samples with Python frames */
+	uint64_t py_truncated;	/* samples whose Python chain was cut at the cap */
 };
 
 struct session;
@@ -153,6 +166,12 @@ const struct session_event *session__event(const struct session *s, uint32_t i);
  */
 void session__only_event(struct session *s, uint32_t event);
 const struct session_module *session__module(const struct session *s, uint32_t i);
+
+/**
+ * session_eval_frame() - whether @f is a frame of CPython's interpreter loop
+ * (_PyEval_EvalFrameDefault, or a .cold/.part piece of it), where Python frames go.
+ */
+bool session_eval_frame(const struct session_frame *f);
 
 /** A frame's function name for display: the symbol, or "dso+0xoffset". Valid until the next call. */
 const char *session_frame_name(const struct session_frame *f, char *buf, size_t cap);

@@ -14,6 +14,7 @@ struct symbolizer_opts {
 	bool no_debuginfod;		/* even when DEBUGINFOD_URLS is set */
 	bool no_lines;			/* skip DWARF line lookups */
 	bool no_inline;			/* sessions show no inlined frames (--no-inline) */
+	bool python_only;		/* sessions show Python frames alone (--python-only) */
 	/*
 	 * Build-ID trees (--buildid-dir, an unpacked archive): a binary missing
 	 * at its recorded path, or replaced there, is looked for in them, then
