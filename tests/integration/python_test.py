@@ -267,7 +267,7 @@ def summary_figures(stderr):
     return (float(m.group(1)) if m else None, int(cut.group(1)) if cut else 0)
 
 
-def start_record(sfprof, work, name, exe, workload, seconds, extra=(), seconds_arg=None):
+def start_record(sfprof, work, name, exe, workload, seconds, extra=(), seconds_arg=None, env=None):
     """`sfprof record` of @workload under @exe (with @seconds_arg after @seconds, a program
     taking the script as its own argument), started: (profile, Popen)."""
     out = os.path.join(work, name + ('-nopy' if extra else '') + '.data')
@@ -278,7 +278,7 @@ def start_record(sfprof, work, name, exe, workload, seconds, extra=(), seconds_a
         cmd.append(str(seconds_arg))
     log('$ ' + ' '.join(cmd) + ' &')
     return out, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 text=True, errors='replace')
+                                 text=True, errors='replace', env=env)
 
 
 def finish_record(name, out, p):
@@ -364,8 +364,12 @@ def main():
         if embed:
             embed_lib = glob.glob(os.path.join(os.path.dirname(os.path.dirname(embed_lib)), 'lib',
                                                'libpython3.*.so.1.0'))[0]
+            # 0.5 s of CPU before the phases: libpython is found when record handles the
+            # dlopen's mapping event, which under ASan on a loaded machine came after the
+            # first phase had run (0 of its samples with Python frames)
             embed_started = start_record(args.sfprof, args.workdir, 'embed', embed, embed_lib,
-                                         workload, extra=(), seconds_arg=seconds)
+                                         workload, extra=(), seconds_arg=seconds,
+                                         env=dict(os.environ, CHAINS_WARMUP_CPU='0.5'))
         else:
             log('  no pyenv libpython or no C compiler: the dlopen case is not run')
         hostile_started = start_record(args.sfprof, args.workdir, base + '-hostile', found[base],

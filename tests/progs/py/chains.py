@@ -4,6 +4,7 @@
 # C function calling back into Python, an exception unwinding. python_test.py
 # checks each sample's Python frames against the chains named in CHAINS.
 import functools
+import os
 import sys
 import threading
 import time
@@ -130,8 +131,16 @@ def py_deep(n, seconds):
     return py_deep(n - 1, seconds) + 1
 
 
+def py_warmup(seconds):
+    return spin(seconds)
+
+
 if __name__ == "__main__":
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
+    # CPU time spent before the phases, in no phase's chain: for a run whose interpreter
+    # the recorder finds late (libpython loaded by dlopen, found when its mapping event is
+    # handled, later on a loaded machine or under ASan)
+    py_warmup(float(os.environ.get('CHAINS_WARMUP_CPU', '0')))
     py_recursion(seconds)
     py_threads(seconds)
     py_gen_consume(seconds)
