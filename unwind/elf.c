@@ -1369,6 +1369,15 @@ const struct sfu_gopclntab *sfu_module__gopclntab(const struct sfu_module *m, ui
 	return m->gopclntab;
 }
 
+/* What the public API gives of a function of the table. */
+static void go_func_public(const struct go_func *f, struct sfu_go_func *out)
+{
+	out->name = f->name;
+	out->entry = f->entry;
+	out->end = f->end;
+	out->flags = f->flags;
+}
+
 int sfu_module__go_func(const struct sfu_module *m, uint64_t vaddr, struct sfu_go_func *out)
 {
 	struct go_func f;
@@ -1378,10 +1387,7 @@ int sfu_module__go_func(const struct sfu_module *m, uint64_t vaddr, struct sfu_g
 		return -ENOENT;
 	if ((err = sfu_gopclntab__find(m->gopclntab, vaddr, &f)))
 		return err;
-	out->name = f.name;
-	out->entry = f.entry;
-	out->end = f.end;
-	out->flags = f.flags;
+	go_func_public(&f, out);
 	return 0;
 }
 
@@ -1399,10 +1405,7 @@ int sfu_module__go_func_at(const struct sfu_module *m, size_t i, struct sfu_go_f
 		return -ENOENT;
 	if ((err = sfu_gopclntab__func(m->gopclntab, i, &f)))
 		return err;
-	out->name = f.name;
-	out->entry = f.entry;
-	out->end = f.end;
-	out->flags = f.flags;
+	go_func_public(&f, out);
 	return 0;
 }
 
