@@ -34,13 +34,26 @@ agent_leaf <- agent_mid <- main.
               by build ID does).
   jit         CPython 3.12 -X perf with --no-symbolize: the JIT frames of its perf map are
               named in the payloads (py::jit_leaf <- ... <- py::jit_main), nothing else is.
+  python      --group-by exe with two CPython processes (Debian's python3.11, else
+              pyenv's 3.11-3.13) spinning in tests/progs/py/agent_chain.py, one
+              run as a script (-u PATH), one as a module (-B -m agent_chain), and
+              a second agent beside the first with --python-only: each is its own
+              service, named by the script's basename (exe= and script=PATH
+              labels) or the module (exe= and module=); their samples carry
+              py_agent_leaf <- py_agent_mid <- py_agent_top <- <module> in
+              order, at the lines of the calls in the file, each Python segment
+              merged just above a _PyEval_EvalFrameDefault frame (the module's
+              then runpy's _run_code <- _run_module_as_main); with --python-only
+              the payloads hold Python frames alone, the same chains.
   flight      `record --flight-recorder 2`: SIGUSR2, 3 s after the command's
               exec, writes the last 2 s of samples and nothing older (a program
               that changes its leaf function every second says which second a
               sample is from).
 
 Each check is also run on a deliberately damaged input (a window left out, a
-payload left out, the other container's ID, an older second) and must fail.
+payload left out, the other container's ID, an older second, a chain with two
+frames swapped, another script's label, native frames under --python-only) and
+must fail.
 
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no go, no cgroup2 tree).
 """
@@ -526,6 +539,210 @@ def case_jit(ctx):
               [want[0], want[2], want[1], want[3]])
 
 
+def label_clean(s):
+    """A label value as the agent writes it (service.c's clean())."""
+    return re.sub(r'[^A-Za-z0-9._\-/:]', '_', s)
+
+
+def service_labels(meta):
+    """(name, {label: value}) of a payload's service."""
+    m = re.match(r'^(.*)\{(.*)\}$', service(meta))
+    if not m:
+        raise Failure(f'service {service(meta)!r} has no labels')
+    return m[1], dict(kv.split('=', 1) for kv in m[2].split(',') if '=' in kv)
+
+
+def pprof_frames(path):
+    """go tool pprof -raw -symbolize=none (names as the payload gives them: pprof's own
+    demangling names `<module>` nothing): [(count, [location leaf first])], a location
+    being (mapping id or None, [(name, file, line)] innermost inlined first)."""
+    p = subprocess.run(['go', 'tool', 'pprof', '-raw', '-symbolize=none', path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    if p.returncode or 'malformed' in p.stderr:
+        raise Failure(f'go tool pprof -raw {path}: {p.stderr.strip()[:300]}')
+    samples, locs, part, cur = [], {}, None, None
+    for line in p.stdout.splitlines():
+        if line.startswith(('Samples:', 'Locations', 'Mappings')):
+            part = line.split()[0].rstrip(':')
+            continue
+        if part == 'Samples':
+            m = re.match(r'\s+(\d+)\s+\d+:([\d ]*)$', line)
+            if m:
+                samples.append((int(m[1]), [int(x) for x in m[2].split()]))
+        elif part == 'Locations':
+            m = re.match(r'\s+(\d+): 0x[0-9a-f]+(?: M=(\d+))? (.*)$', line)
+            rest = m[3] if m else line.strip()
+            if m:
+                cur = locs[int(m[1])] = (int(m[2]) if m[2] else None, [])
+            # a native name may hold spaces (C++), a Python file too (<frozen runpy>)
+            fn = re.match(r'(\S*) (.*):(\d+) s=\d+' if cur and cur[0] is None else
+                          r'(.*) (\S*):(\d+) s=\d+', rest)
+            if fn and cur is not None:
+                cur[1].append((fn[1].strip(), fn[2], int(fn[3])))
+    return [(c, [locs.get(i, (0, [('?', '', 0)])) for i in ids]) for c, ids in samples]
+
+
+def chain_lines(script):
+    """The Python chain agent_chain.py spins in, leaf first, by construction: each
+    function's name with the lines a sample in it may show (the leaf: its body; each
+    caller: the line of its call)."""
+    with open(script) as f:
+        lines = f.read().splitlines()
+
+    def line_of(text):
+        hits = [i + 1 for i, ln in enumerate(lines) if text in ln]
+        if len(hits) != 1:
+            raise Failure(f'{script}: {len(hits)} lines hold {text!r}')
+        return hits[0]
+    leaf = line_of('def py_agent_leaf(')
+    return [('py_agent_leaf', set(range(leaf + 1, line_of('def py_agent_mid(')))),
+            ('py_agent_mid', {line_of('return py_agent_leaf(end)')}),
+            ('py_agent_top', {line_of('return py_agent_mid(end)')}),
+            ('<module>', {line_of('    py_agent_top(')})]
+
+
+RUNPY = [('_run_code', None), ('_run_module_as_main', None)]
+
+
+def check_py_chain(samples, want, tail, python_only, what):
+    """Samples of one Python service against its chain: @want [(name, lines)] leaf first
+    in agent_chain.py, then @tail's frames (runpy's, frozen from 3.11 on, any line) and no
+    other Python frame;
+    each Python segment right above a _PyEval_EvalFrameDefault frame (the outermost of
+    its location), or, @python_only, no native frame in any sample."""
+    hits = in_leaf = total = 0
+    bad = None
+    for c, locs in samples:
+        total += c
+        py = [(i, fr[0]) for i, (mid, fr) in enumerate(locs) if mid is None and fr]
+        if python_only and len(py) != len(locs):
+            raise Failure(f'{what}: --python-only, and a sample has native frames '
+                          f'{[fr[0][0] for mid, fr in locs if mid is not None][:4]}')
+        if not any(f[0] == 'py_agent_leaf' for _, f in py):
+            continue
+        in_leaf += c
+        ok = len(py) == len(want) + len(tail)
+        for k, (name, lines) in enumerate(want + tail):
+            if not ok:
+                break
+            f = py[k][1]
+            base = os.path.basename(f[1])
+            ok = (f[0] == name and (lines is None and base in ('runpy.py', '<frozen runpy>') or
+                                    lines is not None and base == 'agent_chain.py' and
+                                    f[2] in lines))
+        if ok and not python_only:
+            # innermost Python frames first, then only native ones: the segment ends
+            # at <module> (and at runpy's last): an eval frame must follow each
+            ends = [len(want) - 1] + ([len(want) + len(tail) - 1] if tail else [])
+            for k in ends:
+                i = py[k][0]
+                if i + 1 >= len(locs) or locs[i + 1][0] is None or \
+                        locs[i + 1][1][-1][0] != '_PyEval_EvalFrameDefault':
+                    ok = False
+            # native frames only before the leaf's Python frame: never inside the chain
+            first = py[0][0]
+            if any(locs[i][0] is None for i in range(first)) or \
+                    [i for i, _ in py[:len(want)]] != list(range(first, first + len(want))):
+                ok = False
+        if ok:
+            hits += c
+        elif bad is None:
+            bad = [(fr[0][0] if fr else '?') + ('' if mid else f' ({os.path.basename(fr[0][1])}:'
+                                                f'{fr[0][2]})') for mid, fr in locs][:14]
+    log(f'{what}: {hits} of {total} samples ({in_leaf} in py_agent_leaf) carry '
+        f'{" <- ".join(n for n, _ in want + tail)}')
+    if hits < 20 or hits < 0.95 * in_leaf or hits < 0.8 * total:
+        raise Failure(f'{what}: {hits} of {total} samples ({in_leaf} in py_agent_leaf) carry '
+                      f'the chain; one that does not: {bad}')
+
+
+def case_python(ctx):
+    """Python services by script and module, chains merged, --python-only (see the top)."""
+    import python_test
+    found = python_test.interpreters()
+    # 3.11 on: a Python call runs in its caller's eval loop, the chain is one segment
+    # (3.10 gives each frame an eval frame of its own, which the check does not expect)
+    python = next((found[k] for k in ('debian-3.11', 'pyenv-3.11', 'pyenv-3.12', 'pyenv-3.13')
+                   if k in found), None)
+    if not python:
+        log('SKIP: needs CPython 3.11-3.13: /usr/bin/python3.11 or pyenv\'s')
+        sys.exit(SKIP)
+    exe = os.path.realpath(python)
+    script = ctx.path('agent_chain.py')
+    shutil.copy(os.path.join(ctx.progs, 'py', 'agent_chain.py'), script)
+    want = chain_lines(script)
+    rcv = [Receiver(free_port(), ctx.path('received')), Receiver(free_port(), ctx.path('py-only'))]
+    for r in rcv:
+        r.start()
+    agents = []
+    try:
+        # spinning until stopped (30 s at most if the test dies): the script, the module
+        ctx.spawn([python, '-u', script, '30'], stdout=subprocess.DEVNULL)
+        ctx.spawn([python, '-B', '-m', 'agent_chain', '30'], cwd=ctx.work,
+                  stdout=subprocess.DEVNULL)
+        # the two agents at once: the same processes, the same seconds
+        for i, extra in enumerate(([], ['--python-only'])):
+            errf = open(ctx.path(f'agent{i}.err'), 'w+')
+            agents.append((ctx.spawn([ctx.sfprof, 'agent', '--push',
+                                      f'http://127.0.0.1:{rcv[i].port}', '--spool-dir',
+                                      ctx.path(f'spool{i}'), '--window', '2', '-d', '4', '-F',
+                                      '99', '--max-memory', '128M', '--group-by', 'exe',
+                                      *extra], stderr=errf), errf))
+        for a, errf in agents:
+            a.wait(timeout=60)
+            errf.seek(0)
+            log(errf.read().rstrip('\n')[-1500:])
+            if a.returncode:
+                raise Failure(f'sfprof agent exited with {a.returncode}')
+    finally:
+        for r in rcv:
+            r.stop()
+        ctx.cleanup()
+        for _, errf in agents:
+            errf.close()
+    runs = [r.pushes() for r in rcv]
+    log('services: ' + ', '.join(sorted({service(m) for m, _ in runs[0]})))
+    script_labels = {'exe': label_clean(exe), 'script': label_clean(script)}
+    module_labels = {'exe': label_clean(exe), 'module': 'agent_chain'}
+
+    def of(pushes, name, labels):
+        """The payloads of service @name whose labels hold @labels, and nothing more
+        than host besides them."""
+        mine = []
+        for meta, path in pushes:
+            n, lab = service_labels(meta)
+            if n == name and {k: v for k, v in lab.items() if k != 'host'} == labels:
+                mine.append(path)
+        if not mine:
+            raise Failure(f'no service {name} with labels {labels}: '
+                          f'{sorted({service(m) for m, _ in pushes})[:10]}')
+        return mine
+
+    def samples(paths):
+        return [s for path in paths for s in pprof_frames(path)]
+
+    for k, (pushes, python_only) in enumerate(zip(runs, (False, True))):
+        what = '--python-only ' if python_only else ''
+        as_script = samples(of(pushes, 'agent_chain.py', script_labels))
+        as_module = samples(of(pushes, 'agent_chain', module_labels))
+        check_py_chain(as_script, want, [], python_only, f'{what}the script\'s service')
+        check_py_chain(as_module, want, RUNPY, python_only, f'{what}the module\'s service')
+        if not k:
+            must_fail('the chain with two frames swapped', check_py_chain, as_script,
+                      [want[0], want[2], want[1], want[3]], [], False, 'swapped')
+            must_fail('the module\'s chain without runpy\'s frames', check_py_chain, as_module,
+                      want, [], False, 'no runpy')
+            must_fail('another line for py_agent_mid', check_py_chain, as_script,
+                      [want[0], ('py_agent_mid', {w + 1 for w in want[1][1]})] + want[2:], [],
+                      False, 'line')
+            must_fail('native frames taken for --python-only\'s', check_py_chain, as_script,
+                      want, [], True, 'native')
+            must_fail('another script\'s label', of, pushes, 'agent_chain.py',
+                      dict(script_labels, script=label_clean(script + 'x')))
+            must_fail('the module named as a script', of, pushes, 'agent_chain',
+                      dict(module_labels, script='agent_chain'))
+
+
 def spool_files(spool):
     return sorted(n for n in os.listdir(spool) if n.endswith('.push'))
 
@@ -698,7 +915,7 @@ def main():
     ctx = Ctx(args)
     cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
              'containers': case_containers, 'flight': case_flight, 'raw': case_raw,
-             'jit': case_jit}
+             'jit': case_jit, 'python': case_python}
     try:
         cases[args.case](ctx)
     except Failure as e:

@@ -54,6 +54,7 @@ class Process:
     def __init__(self, pid, ppid, comm, exe, line):
         self.pid, self.ppid, self.comm, self.exe = pid, ppid, comm, exe
         self.line = line            # line number of its process record in the dump
+        self.script = ''            # a CPython interpreter's script or "-m NAME", as dumped
         self.mappings = []          # Mapping, in file order
         self.exited = False
 
@@ -155,8 +156,9 @@ class Profile:
 
 # --- parsing `sfprof dump` ---
 
-_PROCESS = re.compile(r'^process pid (\d+) ppid (\d+) comm "(.*)" exe "(.*)" pidns (\d+) '
-                      r'mntns (\d+) nspid (\d+)$')
+# a CPython interpreter's script ("-m NAME" for a module) follows its exe when recorded
+_PROCESS = re.compile(r'^process pid (\d+) ppid (\d+) comm "(.*)" exe "(.*?)"(?: script "(.*)")? '
+                      r'pidns (\d+) mntns (\d+) nspid (\d+)$')
 _THREAD = re.compile(r'^thread pid (\d+) tid (\d+) comm "(.*)"$')
 _MODULE = re.compile(r'^module (\d+) build-id ([0-9a-f]*|-) size (\d+) path "(.*)"$')
 _MAPPING = re.compile(r'^mapping pid (\d+) 0x([0-9a-f]+)-0x([0-9a-f]+) offset 0x([0-9a-f]+) '
@@ -296,6 +298,7 @@ def parse_dump(text):
         if m:
             pid = int(m.group(1))
             proc = Process(pid, int(m.group(2)), m.group(3), m.group(4), n)
+            proc.script = m.group(5) or ''
             current[pid] = proc
             prof.processes.append(proc)
             continue

@@ -71,33 +71,103 @@ static void test_service_of(void **state)
 	struct service a, b;
 
 	(void)state;
-	service_of(GROUP_CONTAINER, "/system.slice/docker-" ID64 ".scope", "/usr/bin/python3",
+	service_of(GROUP_CONTAINER, "/system.slice/docker-" ID64 ".scope", "/usr/bin/python3", NULL,
 		   "python3", &a);
 	assert_string_equal(a.name, "docker-0123456789ab");
 	assert_string_equal(a.container_id, ID64);
 	assert_string_equal(a.exe, "");
 	/* the same container, another program: one service */
-	service_of(GROUP_CONTAINER, "/system.slice/docker-" ID64 ".scope", "/bin/sh", "sh", &b);
+	service_of(GROUP_CONTAINER, "/system.slice/docker-" ID64 ".scope", "/bin/sh", NULL, "sh", &b);
 	assert_true(service_equal(&a, &b));
 	/* not in a container: by executable */
-	service_of(GROUP_CONTAINER, "/user.slice", "/usr/bin/python3", "python3", &a);
+	service_of(GROUP_CONTAINER, "/user.slice", "/usr/bin/python3", NULL, "python3", &a);
 	assert_string_equal(a.name, "python3");
 	assert_string_equal(a.exe, "/usr/bin/python3");
 	assert_string_equal(a.container_id, "");
-	service_of(GROUP_EXE, "/system.slice/docker-" ID64 ".scope", "/usr/bin/python3", "py", &a);
+	service_of(GROUP_EXE, "/system.slice/docker-" ID64 ".scope", "/usr/bin/python3", NULL, "py", &a);
 	assert_string_equal(a.name, "python3");
-	service_of(GROUP_COMM, "/", "/usr/bin/python3", "worker 1", &a);
+	service_of(GROUP_COMM, "/", "/usr/bin/python3", NULL, "worker 1", &a);
 	assert_string_equal(a.name, "worker_1");
 	assert_string_equal(a.exe, "");
 	/* a server's syntax and anything not printable stay out of names */
-	service_of(GROUP_EXE, "/", "/opt/a{b},c=d\n", "x", &a);
+	service_of(GROUP_EXE, "/", "/opt/a{b},c=d\n", NULL, "x", &a);
 	assert_string_equal(a.name, "a_b__c_d_");
 	assert_string_equal(a.exe, "/opt/a_b__c_d_");
 	/* no executable (a kernel thread): its name */
-	service_of(GROUP_CONTAINER, "/", "", "kworker/0:1", &a);
+	service_of(GROUP_CONTAINER, "/", "", NULL, "kworker/0:1", &a);
 	assert_string_equal(a.name, "kworker/0:1");
-	service_of(GROUP_CONTAINER, NULL, NULL, NULL, &a);
+	service_of(GROUP_CONTAINER, NULL, NULL, NULL, NULL, &a);
 	assert_string_equal(a.name, "unknown");
+}
+
+/* A Python program by executable: named by its script or module, beside exe=; by comm or container, not. */
+static void test_service_of_python(void **state)
+{
+	struct service a, b;
+	char q[2048];
+
+	(void)state;
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "/srv/app/app.py", "python3", &a);
+	assert_string_equal(a.name, "app.py");
+	assert_string_equal(a.script, "/srv/app/app.py");
+	assert_string_equal(a.module, "");
+	assert_string_equal(a.exe, "/usr/bin/python3.11");
+	/* another script under the same interpreter: another series */
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "/usr/local/bin/tool", "tool", &b);
+	assert_string_equal(b.name, "tool");
+	assert_false(service_equal(&a, &b));
+	/* the same name in another directory: the script= label keeps them apart */
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "/srv/other/app.py", "python3", &b);
+	assert_string_equal(b.name, "app.py");
+	assert_false(service_equal(&a, &b));
+	service_of(GROUP_CONTAINER, "/user.slice", "/usr/bin/python3.11", "-m gunicorn", "gunicorn",
+		   &a);
+	assert_string_equal(a.name, "gunicorn");
+	assert_string_equal(a.module, "gunicorn");
+	assert_string_equal(a.script, "");
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "-m myapp.server", "python3", &a);
+	assert_string_equal(a.name, "myapp.server");
+	service_query(&a, "h", 1, 2, 99, q, sizeof(q));
+	assert_string_equal(q, "name=myapp.server%7Bhost%3Dh%2Cexe%3D%2Fusr%2Fbin%2Fpython3.11"
+			    "%2Cmodule%3Dmyapp.server%7D&from=1&until=2&format=pprof&sampleRate=99"
+			    "&spyName=sfprof");
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "app.py", "python3", &a);
+	assert_string_equal(a.name, "app.py");
+	service_query(&a, "h", 1, 2, 99, q, sizeof(q));
+	assert_string_equal(q, "name=app.py%7Bhost%3Dh%2Cexe%3D%2Fusr%2Fbin%2Fpython3.11"
+			    "%2Cscript%3Dapp.py%7D&from=1&until=2&format=pprof&sampleRate=99"
+			    "&spyName=sfprof");
+	/* the server's syntax stays out of the name and labels */
+	service_of(GROUP_EXE, "/", "/usr/bin/python3", "/srv/a{b}=c,d.py", "python3", &a);
+	assert_string_equal(a.name, "a_b__c_d.py");
+	assert_string_equal(a.script, "/srv/a_b__c_d.py");
+	/* by comm: unchanged */
+	service_of(GROUP_COMM, "/", "/usr/bin/python3.11", "/srv/app/app.py", "worker", &a);
+	assert_string_equal(a.name, "worker");
+	assert_string_equal(a.script, "");
+	/* in a container: the container */
+	service_of(GROUP_CONTAINER, "/docker/" ID64, "/usr/bin/python3.11", "app.py", "python3", &a);
+	assert_string_equal(a.name, "docker-0123456789ab");
+	assert_string_equal(a.script, "");
+	/* no script: the interpreter, as before */
+	service_of(GROUP_EXE, "/", "/usr/bin/python3.11", "", "python3", &a);
+	assert_string_equal(a.name, "python3.11");
+	assert_string_equal(a.script, "");
+	assert_string_equal(a.module, "");
+	/* every label at its longest: the query still fits its buffer in push.c */
+	{
+		char exe[300], script[300], host[200], big[4096];
+
+		memset(exe, '/', sizeof(exe) - 1);
+		exe[sizeof(exe) - 1] = '\0';
+		memset(script, '/', sizeof(script) - 1);
+		script[sizeof(script) - 1] = '\0';
+		memset(host, '%', sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		service_of(GROUP_EXE, "/", exe, script, "x", &a);
+		assert_true(service_query(&a, host, UINT64_MAX, UINT64_MAX, UINT32_MAX, big,
+					  sizeof(big)) > 0);
+	}
 }
 
 static void test_service_query(void **state)
@@ -107,13 +177,13 @@ static void test_service_query(void **state)
 	int n;
 
 	(void)state;
-	service_of(GROUP_CONTAINER, "/docker/" ID64, "/app/server", "server", &sv);
+	service_of(GROUP_CONTAINER, "/docker/" ID64, "/app/server", NULL, "server", &sv);
 	n = service_query(&sv, "web-1", 1700000000, 1700000010, 19, q, sizeof(q));
 	assert_int_equal(n, (int)strlen(q));
 	assert_string_equal(q, "name=docker-0123456789ab%7Bhost%3Dweb-1%2Ccontainer_id%3D" ID64
 			    "%7D&from=1700000000&until=1700000010&format=pprof&sampleRate=19"
 			    "&spyName=sfprof");
-	service_of(GROUP_EXE, "/", "/usr/bin/x", "x", &sv);
+	service_of(GROUP_EXE, "/", "/usr/bin/x", NULL, "x", &sv);
 	service_query(&sv, "h", 1, 2, 99, q, sizeof(q));
 	assert_string_equal(q, "name=x%7Bhost%3Dh%2Cexe%3D%2Fusr%2Fbin%2Fx%7D&from=1&until=2"
 			    "&format=pprof&sampleRate=99&spyName=sfprof");
@@ -196,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_container_from_cgroup),
 		cmocka_unit_test(test_service_of),
+		cmocka_unit_test(test_service_of_python),
 		cmocka_unit_test(test_service_query),
 		cmocka_unit_test(test_retention),
 	};

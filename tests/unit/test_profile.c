@@ -3232,6 +3232,43 @@ static void test_events(void **state)
  * deepest chain allowed, and what is refused. Past the index's bound a frame
  * comes again under a new id, and every id still names its content.
  */
+/* The process record's trailing fields: cgroup, then script (cgroup written empty when only the script is known). */
+static void test_process_script(void **state)
+{
+	static const struct { const char *cgroup, *script; } want[] = {
+		{ "", "" }, { "/user.slice", "" }, { "", "/srv/app.py" },
+		{ "/system.slice/x.service", "-m gunicorn" }, { NULL, "tool" },
+	};
+	char *path = path_join_or_fail(*state, "script.data");
+	struct profile_diag diag = { "" };
+	struct profile_writer *w = profile_writer__create(path, &plain_meta, &diag);
+	struct profile_reader *r;
+	struct profile_record rec;
+	size_t n = 0;
+
+	assert_non_null(w);
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		assert_int_equal(profile_writer__process(w, &(struct profile_process){
+			.pid = 10 + i, .comm = "python3", .exe = "/usr/bin/python3.11",
+			.cgroup = want[i].cgroup, .script = want[i].script }), 0);
+	assert_int_equal(profile_writer__close(w, false, &diag), 0);
+	r = profile_reader__open(path, &diag);
+	assert_non_null(r);
+	while (profile_reader__next(r, &rec) > 0) {
+		if (rec.type != PROFILE_REC_PROCESS)
+			continue;
+		assert_true(n < ARRAY_SIZE(want));
+		assert_int_equal(rec.process.pid, 10 + n);
+		assert_string_equal(rec.process.cgroup, want[n].cgroup ? want[n].cgroup : "");
+		assert_string_equal(rec.process.script, want[n].script);
+		n++;
+	}
+	assert_int_equal(n, ARRAY_SIZE(want));
+	profile_reader__free(r);
+	unlink(path);
+	free(path);
+}
+
 static void test_python_frames(void **state)
 {
 	char *path = path_join_or_fail(*state, "python.data");
@@ -3378,6 +3415,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stack_bound, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_events, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_python_frames, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_process_script, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_module_without_build_id, setup_dir,
 						teardown_dir),
 	};

@@ -631,10 +631,10 @@ static int group(struct pusher *p, const struct session *s, struct services *ss)
 		char key[sizeof(sv)];
 		uint64_t *v;
 
-		service_of(p->o.group_by, im->cgroup, im->exe, im->comm, &sv);
+		service_of(p->o.group_by, im->cgroup, im->exe, im->script, im->comm, &sv);
 		memset(key, 0, sizeof(key));
-		snprintf(key, sizeof(key), "%s|%s|%s|%s", sv.name, sv.container_id, sv.pod_uid,
-			 sv.exe);
+		snprintf(key, sizeof(key), "%s|%s|%s|%s|%s|%s", sv.name, sv.container_id,
+			 sv.pod_uid, sv.exe, sv.script, sv.module);
 		if (hmap__entry(seen, key, strlen(key), &v, NULL))
 			goto out;
 		if (!*v) {
@@ -690,7 +690,8 @@ static int convert(struct pusher *p, const struct window *w)
 			.time_ns = w->from * 1000000000ull,
 			.duration_ns = (w->until - w->from) * 1000000000ull,
 		};
-		char query[2048], *data = NULL;
+		/* names and labels bounded (service.h): at most 1300 bytes, each 3 URL-encoded */
+		char query[4096], *data = NULL;
 		size_t len = 0;
 		FILE *mem;
 

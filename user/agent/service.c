@@ -117,8 +117,23 @@ static void clean(char *out, size_t cap, const char *s)
 	out[i] = '\0';
 }
 
-void service_of(enum group_by g, const char *cgroup, const char *exe, const char *comm,
-		struct service *sv)
+/* Name @sv after the script @script (its path, or "-m NAME") of a Python process. */
+static void python_service(const char *script, struct service *sv)
+{
+	const char *base;
+
+	if (!strncmp(script, "-m ", 3)) {
+		clean(sv->name, sizeof(sv->name), script + 3);
+		clean(sv->module, sizeof(sv->module), script + 3);
+		return;
+	}
+	base = strrchr(script, '/');
+	clean(sv->name, sizeof(sv->name), base && base[1] ? base + 1 : script);
+	clean(sv->script, sizeof(sv->script), script);
+}
+
+void service_of(enum group_by g, const char *cgroup, const char *exe, const char *script,
+		const char *comm, struct service *sv)
 {
 	const char *base = exe && *exe ? strrchr(exe, '/') : NULL;
 	struct container c;
@@ -141,6 +156,8 @@ void service_of(enum group_by g, const char *cgroup, const char *exe, const char
 	if (g != GROUP_COMM && exe && *exe) {
 		clean(sv->name, sizeof(sv->name), base ? base + 1 : exe);
 		clean(sv->exe, sizeof(sv->exe), exe);
+		if (script && *script)
+			python_service(script, sv);
 		if (sv->name[0])
 			return;
 	}
@@ -150,7 +167,8 @@ void service_of(enum group_by g, const char *cgroup, const char *exe, const char
 bool service_equal(const struct service *a, const struct service *b)
 {
 	return !strcmp(a->name, b->name) && !strcmp(a->container_id, b->container_id) &&
-	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->exe, b->exe);
+	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->exe, b->exe) &&
+	       !strcmp(a->script, b->script) && !strcmp(a->module, b->module);
 }
 
 /* Append @s URL-encoded (RFC 3986 unreserved bytes as they are). */
@@ -174,15 +192,17 @@ static void put_enc(char *buf, size_t cap, size_t *len, const char *s)
 int service_query(const struct service *sv, const char *host, uint64_t from, uint64_t until,
 		  uint32_t sample_rate, char *buf, size_t cap)
 {
-	char name[700], hostc[128];
+	char name[1300], hostc[128];
 	size_t len = 0;
 	int n;
 
 	clean(hostc, sizeof(hostc), host);
-	n = snprintf(name, sizeof(name), "%s{host=%s%s%s%s%s%s%s}", sv->name, hostc,
+	n = snprintf(name, sizeof(name), "%s{host=%s%s%s%s%s%s%s%s%s%s%s}", sv->name, hostc,
 		     sv->container_id[0] ? ",container_id=" : "", sv->container_id,
 		     sv->pod_uid[0] ? ",pod_uid=" : "", sv->pod_uid,
-		     sv->exe[0] ? ",exe=" : "", sv->exe);
+		     sv->exe[0] ? ",exe=" : "", sv->exe,
+		     sv->script[0] ? ",script=" : "", sv->script,
+		     sv->module[0] ? ",module=" : "", sv->module);
 	if (n < 0 || (size_t)n >= sizeof(name))
 		return -ENOSPC;
 	if (cap > 5)

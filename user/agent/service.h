@@ -32,17 +32,23 @@ struct service {
 	char container_id[65];	/* "" when not in a container */
 	char pod_uid[37];
 	char exe[256];		/* the executable, when it is what the service is named after */
+	char script[256];	/* a Python service's script, as its command line gives it, or "" */
+	char module[256];	/* a Python service's module (python -m NAME), or "" */
 };
 
 /**
  * service_of() - the service of a process image: by container (@g
  * GROUP_CONTAINER; a process in none is named by its executable), by
- * executable or by command name. Names and label values keep letters,
- * digits and "._-/:" and have any other byte as '_' (a server's name syntax
- * reserves "{},=").
+ * executable or by command name. By executable, a CPython interpreter that
+ * runs a script (@script, as the profile records it: its path, or
+ * "-m NAME"; NULL or "" for none) is named by the script's basename or the
+ * module, with the script's path or the module as a label: two Python
+ * programs on a host are two services, not one "python3.11". Names and
+ * label values keep letters, digits and "._-/:" and have any other byte as
+ * '_' (a server's name syntax reserves "{},=").
  */
-void service_of(enum group_by g, const char *cgroup, const char *exe, const char *comm,
-		struct service *sv);
+void service_of(enum group_by g, const char *cgroup, const char *exe, const char *script,
+		const char *comm, struct service *sv);
 
 /** @return whether two services are one series. */
 bool service_equal(const struct service *a, const struct service *b);
@@ -50,7 +56,8 @@ bool service_equal(const struct service *a, const struct service *b);
 /**
  * service_query() - the query string of a push of @sv's samples from @from
  * to @until (Unix seconds) to Pyroscope's /ingest: name=NAME{labels} (URL
- * encoded), from, until, format=pprof, sampleRate, spyName.
+ * encoded; labels host, container_id, pod_uid, exe, script, module: those
+ * set), from, until, format=pprof, sampleRate, spyName.
  * @return its length, or -ENOSPC when @cap is too small.
  */
 int service_query(const struct service *sv, const char *host, uint64_t from, uint64_t until,

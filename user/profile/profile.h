@@ -32,6 +32,8 @@ struct profile_process {
 	uint64_t pid_ns, mnt_ns;
 	uint32_t ns_pid;
 	const char *cgroup;	/* its cgroup's path (/proc/PID/cgroup); NULL or "" when unknown */
+	/* a CPython interpreter's script, or "-m MODULE"; NULL or "" when none */
+	const char *script;
 };
 
 struct profile_thread {

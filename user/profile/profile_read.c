@@ -50,7 +50,7 @@ struct profile_reader {
 	uint64_t prev_time;
 	uint64_t block_no;
 	/* string fields of the last record: up to PROFILE_STR_MAX bytes each, the rest cut */
-	char str[3][PROFILE_STR_MAX + 1];
+	char str[4][PROFILE_STR_MAX + 1];
 	struct hmap *stacks;	/* id -> struct stack_ent *, the first record of each id */
 	struct hmap *py_ids;	/* the Python frame ids defined so far (value 1) */
 	uint32_t py_buf[PROFILE_PY_MAX_DEPTH];	/* the last sample's Python frame ids */
@@ -614,6 +614,8 @@ static int decode(struct profile_reader *r, uint8_t type, struct cursor *c,
 		rec->process.ns_pid = cur_u32(c);
 		/* added later: a record without it has no cgroup */
 		rec->process.cgroup = c->p < c->end ? cur_str(c, r->str[2], sizeof(r->str[2])) : "";
+		/* added after cgroup: a record without it runs no script known */
+		rec->process.script = c->p < c->end ? cur_str(c, r->str[3], sizeof(r->str[3])) : "";
 		break;
 	case PROFILE_REC_THREAD:
 		rec->thread.pid = cur_u32(c);

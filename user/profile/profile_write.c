@@ -421,7 +421,7 @@ fail:
 
 int profile_writer__process(struct profile_writer *w, const struct profile_process *p)
 {
-	if (begin(w, 64 + slen(p->comm) + slen(p->exe) + slen(p->cgroup)))
+	if (begin(w, 64 + slen(p->comm) + slen(p->exe) + slen(p->cgroup) + slen(p->script)))
 		return w->err;
 	put_varint(&w->scratch, p->pid);
 	put_varint(&w->scratch, p->ppid);
@@ -431,8 +431,11 @@ int profile_writer__process(struct profile_writer *w, const struct profile_proce
 	put_varint(&w->scratch, p->mnt_ns);
 	put_varint(&w->scratch, p->ns_pid);
 	/* a field added after version 1's first readers, who skip it */
-	if (p->cgroup && p->cgroup[0])
-		put_str(&w->scratch, p->cgroup);
+	if ((p->cgroup && p->cgroup[0]) || (p->script && p->script[0]))
+		put_str(&w->scratch, p->cgroup ? p->cgroup : "");
+	/* the same, after cgroup (written, maybe empty, when there is a script) */
+	if (p->script && p->script[0])
+		put_str(&w->scratch, p->script);
 	w->processes++;
 	return append(w, PROFILE_REC_PROCESS);
 }

@@ -117,6 +117,7 @@ static void emit_process(void *ctx, const struct proctab_proc *pr)
 		.pid = pr->pid, .ppid = pr->ppid, .comm = pr->comm, .exe = pr->exe,
 		.pid_ns = pr->pid_ns, .mnt_ns = pr->mnt_ns, .ns_pid = pr->ns_pid,
 		.cgroup = pr->cgroup,
+		.script = pr->script,
 	};
 
 	WRITE(p, profile_writer__process(p->w, &rec));

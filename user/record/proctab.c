@@ -13,6 +13,7 @@
 
 #include "util/hmap.h"
 #include "proctab.h"
+#include "pyargv.h"
 #include "util/vec.h"
 #include "vdso.h"
 
@@ -68,6 +69,7 @@ static void proc_free(struct proc *pr)
 	sfu_addrspace__free(pr->pub.as);
 	free(pr->pub.exe);
 	free(pr->pub.cgroup);
+	free(pr->pub.script);
 	free(pr);
 }
 
@@ -183,6 +185,20 @@ static void read_cgroup(struct proctab_proc *p)
 		free(p->cgroup);
 		p->cgroup = cg;
 	}
+}
+
+/*
+ * What @p's interpreter runs (its script or module), read now while it
+ * lives, as its cgroup is: at first sight and at each exec. Only a process
+ * whose executable is a CPython interpreter's, or not known, has its command
+ * line read: the others, most of them, cost nothing more.
+ */
+static void read_script(struct proctab_proc *p)
+{
+	free(p->script);
+	p->script = NULL;
+	if (!p->exe || pyargv_is_interpreter(p->exe))
+		p->script = pyargv_read(p->pid, p->exe);
 }
 
 static struct proc *proc_new(struct proctab *t, uint32_t pid)
@@ -314,6 +330,7 @@ int proctab__scan(struct proctab *t, pid_t pid)
 	read_status(&pr->pub);
 	pr->ns_err = read_namespaces(&pr->pub);
 	read_cgroup(&pr->pub);
+	read_script(&pr->pub);
 	if (!pr->pub.comm[0] && kill(pid, 0) && errno == ESRCH) {
 		forget(t, pr);
 		return -ESRCH;
@@ -632,6 +649,11 @@ static void on_mmap2(struct proctab *t, const struct perf_rec_mmap2 *e, size_t s
 			free(pr->pub.exe);
 			pr->pub.exe = strdup(name);
 			pr->emitted = false;
+			/* the script read at the exec was another image's if this is no interpreter */
+			if (pr->pub.script && !pyargv_is_interpreter(pr->pub.exe)) {
+				free(pr->pub.script);
+				pr->pub.script = NULL;
+			}
 		}
 	}
 	if (pr->emitted) {
@@ -704,6 +726,7 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 			read_pid_in_ns(t, &pr->pub);
 		}
 		read_cgroup(&pr->pub);
+		read_script(&pr->pub);
 	} else if (pr && pr->emitted && t->ops.comm) {
 		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
 	}
@@ -746,6 +769,8 @@ static void on_fork(struct proctab *t, const struct perf_rec_task *e)
 	 * and an exec does not change it.
 	 */
 	child->pub.cgroup = parent->pub.cgroup ? strdup(parent->pub.cgroup) : NULL;
+	/* a fork runs the same script (a gunicorn worker is its master's) */
+	child->pub.script = parent->pub.script ? strdup(parent->pub.script) : NULL;
 	child->ns_err = read_namespace(&child->pub, "pid", &child->pub.pid_ns);
 	read_pid_in_ns(t, &child->pub);
 	if (parent->maps_pending || parent->npending) {

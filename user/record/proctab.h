@@ -53,6 +53,7 @@ struct proctab_proc {
 	uint64_t pid_ns, mnt_ns;
 	uint32_t ns_pid;
 	char *cgroup;		/* its control group (proctab_read_cgroup()), or NULL */
+	char *script;		/* a CPython interpreter's script or "-m MODULE" (pyargv.h), or NULL */
 };
 
 /*

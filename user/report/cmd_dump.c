@@ -99,6 +99,10 @@ static void print_record(const struct profile_record *r)
 		print_quoted(r->process.comm);
 		fputs(" exe ", stdout);
 		print_quoted(r->process.exe);
+		if (r->process.script && r->process.script[0]) {
+			fputs(" script ", stdout);
+			print_quoted(r->process.script);
+		}
 		printf(" pidns %" PRIu64 " mntns %" PRIu64 " nspid %u\n", r->process.pid_ns,
 		       r->process.mnt_ns, r->process.ns_pid);
 		break;

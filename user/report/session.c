@@ -148,6 +148,7 @@ static int new_image(struct session *s, uint32_t pid, uint32_t *idx, uint64_t **
 	im->comm = "";
 	im->exe = "";
 	im->cgroup = "";
+	im->script = "";
 	*idx = s->nimages++;
 	**v = *idx | (**v & PID_SAMPLED);
 	return 0;
@@ -1197,6 +1198,7 @@ static int apply(struct session *s, const struct profile_record *r)
 		s->images[idx].comm = keep_str(s, r->process.comm);
 		s->images[idx].exe = keep_str(s, r->process.exe);
 		s->images[idx].cgroup = keep_str(s, r->process.cgroup ? r->process.cgroup : "");
+		s->images[idx].script = keep_str(s, r->process.script ? r->process.script : "");
 		/* after exec the main thread has the new name, whatever it was called before */
 		return set_thread(s, r->process.pid, r->process.comm);
 	case PROFILE_REC_THREAD:

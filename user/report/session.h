@@ -88,6 +88,7 @@ struct session_image {
 	const char *comm;
 	const char *exe;
 	const char *cgroup;	/* its cgroup's path, "" when not recorded */
+	const char *script;	/* a CPython interpreter's script or "-m MODULE", "" when none */
 	struct session_map *maps;	/* sorted by start */
 	size_t nmaps, maps_cap;
 };
