@@ -6,6 +6,7 @@
 
 #include "offcpu.h"
 #include "sample.bpf.h"
+#include "python.bpf.h"
 
 /*
  * How: at sched_switch the blocking thread is current; its kernel stack and
@@ -214,7 +215,7 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	h->ustack_len = 0;
 	h->weight = b->off_ns;
 	h->event = event_id;
-	h->py_depth = 0;	/* Python frames: the on-CPU sampler's only */
+	h->py_depth = 0;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 	kbytes = (__u64)b->kstack_depth * 8;
 	if (kbytes > MAX_KSTACK_DEPTH * 8)
@@ -227,7 +228,15 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	sized = bpf_map_lookup_elem(&stack_sizes, &tid);
 	if (!fill_user(sc, kbytes, task, mm, sized ? *sized : ustack_size))
 		add(OFFCPU_USTACK_FAULT, 1);
-	len = sizeof(*h) + kbytes + h->ustack_len;
+	/*
+	 * Still in the call it blocked in: its interpreter's frames are the
+	 * ones it blocked under (a thread state keeps its frame while the
+	 * thread waits without the GIL).
+	 */
+	if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
+		py_sample(sc, kbytes, h->pid, tid, task, bpf_ktime_get_ns());
+	len = sizeof(*h) + kbytes + h->ustack_len +
+	      (__u64)h->py_depth * sizeof(struct sample_py_frame);
 	if (len > sizeof(*sc))
 		return 0;
 	if (bpf_ringbuf_output(&samples, sc, len,

@@ -6,6 +6,9 @@
 #include "py_walk.h"
 #include "sample.bpf.h"
 
+/* Set by the loader: walk Python frames (the kernel has bpf_loop()). */
+const volatile bool python_frames = false;
+
 /* Filled by user/record/python.c when a process maps an interpreter; emptied at its exit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -35,9 +38,19 @@ struct {
 	__uint(max_entries, PY_MAX_THREADS);
 } py_threads SEC(".maps");
 
-/* One frame's bytes, read at once; a field is then a load at its offset (masked below the window). */
+/*
+ * Frames' bytes, read at once. From 3.11 a thread's frames are pushed on
+ * its data stack, a caller below its callee: one read of up to PY_BLOCK
+ * bytes under a frame holds its callers too, where one read per frame was
+ * most of the walk's time. A read never starts below the frame's page,
+ * which is mapped as the frame is (the data stack's first page may be the
+ * first of its mapping). The thread state's fields are read into it too.
+ */
+#define PY_BLOCK	2048
+#define PY_TS_WINDOW	256	/* the thread state's frame and id read at once when this close */
+_Static_assert(PY_TS_WINDOW <= PY_BLOCK, "the thread state fits the window");
 struct py_window {
-	__u8 b[PY_FRAME_WINDOW + 8];
+	__u8 b[PY_BLOCK + PY_FRAME_WINDOW + 8];
 };
 
 struct {
@@ -99,13 +112,45 @@ fault:
 	return 1;
 }
 
-/* The thread state of the current task, 0 when it has none (or it cannot be read). */
-static __always_inline __u64 py_thread_state(const struct py_proc *pp, __u32 tgid, __u32 tid,
-					     struct task_struct *task, __u64 now)
+/*
+ * The thread state's id and frame fields (ts_id, ts_frame) in one read
+ * where they are close, else two. @return 0, or -1 when a read failed.
+ */
+static __always_inline int py_ts_fields(const struct py_proc *pp, struct py_window *win, __u64 ts,
+					__u64 *id, __u64 *frame)
+{
+	__u64 lo = pp->ts_id < pp->ts_frame ? pp->ts_id : pp->ts_frame;
+	__u64 hi = pp->ts_id < pp->ts_frame ? pp->ts_frame : pp->ts_id;
+	__u64 io, fo;
+
+	if (hi - lo > PY_TS_WINDOW - 8) {
+		bool fault = false;
+
+		*id = py_read_u64(ts + pp->ts_id, &fault);
+		*frame = py_read_u64(ts + pp->ts_frame, &fault);
+		return fault ? -1 : 0;
+	}
+	if (bpf_probe_read_user(win->b, PY_TS_WINDOW, (const void *)(ts + lo)))
+		return -1;
+	io = (pp->ts_id - lo) & (PY_TS_WINDOW - 8);
+	fo = (pp->ts_frame - lo) & (PY_TS_WINDOW - 8);
+	*id = *(__u64 *)(win->b + io);
+	*frame = *(__u64 *)(win->b + fo);
+	return 0;
+}
+
+/*
+ * The thread state of the current task, 0 when it has none (or it cannot
+ * be read); its current frame field (ts_frame) in @frame.
+ */
+static __always_inline __u64 py_thread_state(const struct py_proc *pp, struct py_window *win,
+					     __u32 tgid, __u32 tid, struct task_struct *task,
+					     __u64 now, __u64 *frame)
 {
 	struct py_thread_key key = { tgid, tid };
 	struct py_search s = { .pp = pp };
 	struct py_thread *t, nt = {};
+	__u64 id;
 
 	if (pp->thread_match == PY_MATCH_TID) {
 		s.want = tid;
@@ -119,9 +164,7 @@ static __always_inline __u64 py_thread_state(const struct py_proc *pp, __u32 tgi
 	t = bpf_map_lookup_elem(&py_threads, &key);
 	if (t) {
 		if (t->tstate) {
-			bool fault = false;
-
-			if (py_read_u64(t->tstate + pp->ts_id, &fault) == s.want && !fault)
+			if (!py_ts_fields(pp, win, t->tstate, &id, frame) && id == s.want)
 				return t->tstate;
 		} else if (now < t->retry_ns) {
 			return 0;
@@ -135,6 +178,8 @@ static __always_inline __u64 py_thread_state(const struct py_proc *pp, __u32 tgi
 	nt.tstate = s.found;
 	nt.retry_ns = now + PY_RETRY_NS;
 	bpf_map_update_elem(&py_threads, &key, &nt, BPF_ANY);
+	if (s.found && (py_ts_fields(pp, win, s.found, &id, frame) || id != s.want))
+		return 0;
 	return s.found;
 }
 
@@ -143,10 +188,13 @@ static __always_inline __u64 py_thread_state(const struct py_proc *pp, __u32 tgi
  * PY_CODE_TTL_NS: reading it costs as much as reading the frame. A code
  * object freed and another made at its address within that time gives a
  * frame the old one's hash, which user space finds differs from the
- * memory's: the frame goes unnamed, never misnamed.
+ * memory's: the frame goes unnamed, never misnamed. That happens: a
+ * module's body is freed once it has run, and the next function compiled
+ * may take its place; so the time is short, some samples of the same
+ * thread at the usual rates.
  */
-#define PY_CODE_SLOTS	256
-#define PY_CODE_TTL_NS	2000000ull
+#define PY_CODE_SLOTS	1024
+#define PY_CODE_TTL_NS	10000000ull
 struct py_code_slot {
 	__u64 code;
 	__u64 time_ns;
@@ -167,6 +215,7 @@ struct py_walk {
 	struct py_window *win;
 	__u64 frame;
 	__u64 now;
+	__u64 blk_lo, blk_hi;	/* the bytes in win: [blk_lo, blk_hi) of the process */
 	__u64 check[PY_CHECK_WORDS];
 	__u32 base;		/* where in sc->data the first record goes */
 	__u32 n;
@@ -208,10 +257,26 @@ static long py_walk_step(__u64 i, struct py_walk *w)
 		w->fault = true;
 		return 1;
 	}
-	if (bpf_probe_read_user(b, len, (const void *)w->frame)) {
-		w->fault = true;
-		return 1;
+	if (w->frame < w->blk_lo || w->frame + len > w->blk_hi) {
+		__u64 lo = w->frame, size;
+
+		/* 3.10's frames are objects of their own, anywhere */
+		if (pp->kind != PY_KIND_310) {
+			lo = w->frame - (PY_BLOCK - 8);
+			if (lo > w->frame || lo < (w->frame & ~4095ull))
+				lo = w->frame & ~4095ull;
+		}
+		size = w->frame + len - lo;
+		if (size > PY_BLOCK + PY_FRAME_WINDOW || !size ||
+		    bpf_probe_read_user(w->win->b, size, (const void *)lo)) {
+			w->fault = true;
+			return 1;
+		}
+		w->blk_lo = lo;
+		w->blk_hi = lo + size;
 	}
+	/* below PY_BLOCK: the block starts at most PY_BLOCK - 8 bytes under the frame */
+	b += (w->frame - w->blk_lo) & (PY_BLOCK - 1);
 	code = *(__u64 *)(b + (pp->f_code & (PY_FRAME_WINDOW - 1)));
 	back = *(__u64 *)(b + (pp->f_back & (PY_FRAME_WINDOW - 1)));
 	if (pp->kind == PY_KIND_310) {
@@ -268,6 +333,27 @@ static long py_walk_step(__u64 i, struct py_walk *w)
 }
 
 /*
+ * The frame a _PyCFrame at @cf points to (3.11, 3.12). The innermost is a
+ * local of the running _PyEval_EvalFrameDefault call, on the native stack
+ * the sample has just copied (the last of the @base bytes of sc->data):
+ * read from the copy when it is there.
+ */
+static __always_inline __u64 py_cframe_frame(struct scratch *sc, __u64 base,
+					     const struct py_proc *pp, __u64 cf, bool *fault)
+{
+	__u64 at = cf + pp->cframe_frame, sp = sc->h.sp, ulen = sc->h.ustack_len, off;
+
+	if (at >= sp && at - sp < ulen && ulen - (at - sp) >= 8 && base >= ulen) {
+		off = base - ulen + (at - sp);
+		/* in 64 bits, masked, so that the verifier keeps the bound */
+		asm volatile("%[o] &= 0x7ffff" : [o] "+r"(off));
+		if (off + 8 <= sizeof(sc->data))
+			return *(__u64 *)(sc->data + off);
+	}
+	return py_read_u64(at, fault);
+}
+
+/*
  * The current task's Python frames into @sc after @base bytes of its data
  * (kernel then user stack), innermost first. @return how many; a read that
  * fails ends the chain (counted), a chain past PY_MAX_FRAMES is cut (its
@@ -291,12 +377,11 @@ static __always_inline __u32 py_frames(struct scratch *sc, __u64 base, __u32 tgi
 	w.win = bpf_map_lookup_elem(&py_windows, &zero);
 	if (!w.win)
 		return 0;
-	tstate = py_thread_state(pp, tgid, tid, task, now);
+	tstate = py_thread_state(pp, w.win, tgid, tid, task, now, &w.frame);
 	if (!tstate)
 		return 0;
-	w.frame = py_read_u64(tstate + pp->ts_frame, &w.fault);
-	if (pp->cframe_frame != PY_OFF_NONE && w.frame && !w.fault)
-		w.frame = py_read_u64(w.frame + pp->cframe_frame, &w.fault);
+	if (pp->cframe_frame != PY_OFF_NONE && w.frame)
+		w.frame = py_cframe_frame(sc, base, pp, w.frame, &w.fault);
 	if (!w.fault)
 		/* a shim (3.12+) between each two frames at most */
 		bpf_loop(2 * PY_MAX_FRAMES + 1, py_walk_step, &w, 0);
@@ -309,6 +394,26 @@ static __always_inline __u32 py_frames(struct scratch *sc, __u64 base, __u32 tgi
 			rec->flags |= SAMPLE_PY_F_TRUNCATED;
 	}
 	return w.n;
+}
+
+/*
+ * The current task's Python frames into its sample in @sc, whose kernel
+ * and user stacks (@kbytes, then h.ustack_len) are in: py_depth and the
+ * flag set, failures and cuts counted.
+ */
+static __always_inline void py_sample(struct scratch *sc, __u64 kbytes, __u32 tgid, __u32 tid,
+				      struct task_struct *task, __u64 now)
+{
+	__u32 fault = 0, cut = 0;
+
+	sc->h.py_depth = py_frames(sc, kbytes + sc->h.ustack_len, tgid, tid, task, now, &fault,
+				   &cut);
+	if (sc->h.py_depth)
+		sc->h.flags |= SAMPLE_F_PYTHON;
+	if (fault)
+		count(COUNTER_PY_FAULT);
+	if (cut)
+		count(COUNTER_PY_TRUNCATED);
 }
 
 #endif

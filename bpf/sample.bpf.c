@@ -15,7 +15,6 @@ const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool filter_tids = false;	/* only tids in `tids` (-t) */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
-const volatile bool python_frames = false;	/* walk Python frames (python.bpf.h): the kernel has bpf_loop() */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
 /*
  * The sampling window (CLOCK_MONOTONIC ns), set by the loader once every
@@ -24,13 +23,6 @@ const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much i
  */
 volatile __u64 window_start_ns = 0;
 volatile __u64 window_end_ns = ~0ull;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, COUNTER_MAX);
-} counters SEC(".maps");
 
 /* A tracepoint's hits on this CPU since its last sample (its period is in the cookie). */
 struct {
@@ -67,14 +59,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } execs SEC(".maps");
-
-static __always_inline void count(__u32 which)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		(*c)++;
-}
 
 static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 {
@@ -113,7 +97,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	struct mm_struct *mm;
 	struct sample_hdr *h;
 	struct scratch *sc;
-	__u32 *sized, py_fault = 0, py_cut = 0;
+	__u32 *sized;
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	long n;
 
@@ -160,14 +144,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 			count(COUNTER_USTACK_FAULT);
 		/* the old program's memory is gone: so is its interpreter */
 		if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
-			h->py_depth = py_frames(sc, kbytes + h->ustack_len, tgid, tid, task, now,
-						&py_fault, &py_cut);
-		if (h->py_depth)
-			h->flags |= SAMPLE_F_PYTHON;
-		if (py_fault)
-			count(COUNTER_PY_FAULT);
-		if (py_cut)
-			count(COUNTER_PY_TRUNCATED);
+			py_sample(sc, kbytes, tgid, tid, task, now);
 	}
 
 	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);

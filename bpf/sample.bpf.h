@@ -49,6 +49,22 @@ struct {
  * another of its kind on that CPU. A per-CPU array cannot hold values this
  * large.
  */
+/* The sampler's counters (COUNTER_*), shared with the off-CPU sampler. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, COUNTER_MAX);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		(*c)++;
+}
+
 struct scratch {
 	struct sample_hdr h;
 	/*

@@ -189,6 +189,40 @@ def check_coverage(name, samples):
     return with_py, len(evals), lag
 
 
+OFFCPU_CHAIN = ['py_off_leaf', 'py_off_mid', 'py_off_top', '<module>']
+OFFCPU_SLEEPS = 60
+OFFCPU_MIN = 30
+
+
+def offcpu_samples(text):
+    """parse_script() of the off-CPU samples of `sfprof script`'s @text only."""
+    blocks = [b for b in text.split('\n\n') if ' offcpu-time:' in b.split('\n', 1)[0]]
+    return parse_script('\n\n'.join(blocks))
+
+
+def check_offcpu(name, samples, chain=OFFCPU_CHAIN):
+    """Off-CPU samples blocked in py_off_leaf's sleep carry @chain, innermost first, from
+    offcpu.py and nothing after it: @return (ok, of); raises Failure."""
+    of = ok = 0
+    bad = None
+    for _, frames, natives in samples:
+        if 'time_sleep' not in natives and not any(f[0] == 'py_off_leaf' for f in frames):
+            continue
+        of += 1
+        names = [short(f[0]) for f in frames]
+        if names == chain and all(f[1] == 'offcpu.py' for f in frames):
+            ok += 1
+        else:
+            bad = bad or names
+    if of < OFFCPU_MIN:
+        raise Failure(f'{name}: {of} off-CPU samples in time.sleep under py_off_leaf, fewer '
+                      f'than {OFFCPU_MIN} of its {OFFCPU_SLEEPS} sleeps')
+    if ok < SHARE * of:
+        raise Failure(f'{name}: {ok} of {of} off-CPU samples carry the chain {chain}; one '
+                      f'that does not: {bad}')
+    return ok, of
+
+
 def self_test():
     """The chain check must fail on a chain with a frame dropped or two swapped."""
     want = phases()
@@ -211,6 +245,18 @@ def self_test():
         except Failure:
             continue
         raise Failure('the chain check passed doctored chains')
+    off = [(q, 'offcpu.py', 1, '/x/offcpu.py') for q in OFFCPU_CHAIN]
+    good = [(1, off, ['time_sleep'])] * OFFCPU_MIN
+    check_offcpu('self-test', good)
+    for doctored in ([(1, off[1:], ['time_sleep'])] * OFFCPU_MIN,
+                     [(1, [off[1], off[0]] + off[2:], ['time_sleep'])] * OFFCPU_MIN,
+                     [(1, off + [('f', 'x.py', 1, '')], ['time_sleep'])] * OFFCPU_MIN,
+                     good[1:]):
+        try:
+            check_offcpu('self-test', doctored)
+        except Failure:
+            continue
+        raise Failure('the off-CPU chain check passed doctored chains')
 
 
 def check_hostile(name, samples, err):
@@ -353,6 +399,7 @@ def main():
     seconds = 0.03
     base = 'debian-3.11' if 'debian-3.11' in found else next(iter(found))
     started, nopy_started, hostile_started, embed_started = {}, None, None, None
+    offcpu_started = {}
     try:
         # all at once: each phase spins for CPU time, which the machine's load does not change
         for name, exe in found.items():
@@ -372,12 +419,22 @@ def main():
                                          env=dict(os.environ, CHAINS_WARMUP_CPU='0.5'))
         else:
             log('  no pyenv libpython or no C compiler: the dlopen case is not run')
+        offcpu_started = {}
+        for name, exe in found.items():
+            offcpu_started[name] = start_record(
+                args.sfprof, args.workdir, name + '-offcpu', exe,
+                os.path.join(args.progs, 'py', 'offcpu.py'), OFFCPU_SLEEPS,
+                extra=('--off-cpu',))
         hostile_started = start_record(args.sfprof, args.workdir, base + '-hostile', found[base],
                                        os.path.join(args.progs, 'py', 'hostile.py'), seconds)
         results = {}
         for name, exe in found.items():
             results[name] = test_interpreter(args.sfprof, args.workdir, name, exe, workload,
                                              started.pop(name), seconds)
+        for name in found:
+            data, _ = finish_record(name + ' --off-cpu', *offcpu_started.pop(name))
+            ok, of = check_offcpu(name, offcpu_samples(script(args.sfprof, data)))
+            log(f'  {name}: {ok}/{of} off-CPU samples in time.sleep carry the Python chain')
         # the native part as complete as without Python frames
         _, err = finish_record(base + ' --no-python', *nopy_started)
         nopy, _ = summary_figures(err)
@@ -397,7 +454,8 @@ def main():
         return 1
     finally:
         # every recording this test started is stopped by it
-        for _, p in list(started.values()) + [x for x in (nopy_started, hostile_started,
+        for _, p in list(started.values()) + list(offcpu_started.values()) + [
+                x for x in (nopy_started, hostile_started,
                                                           embed_started) if x]:
             if p.poll() is None:
                 p.kill()

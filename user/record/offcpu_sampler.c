@@ -82,6 +82,7 @@ struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *er
 	skel->rodata->min_ns = o->min_ns;
 	skel->rodata->event_id = o->event_id;
 	skel->rodata->wakeup_bytes = o->wakeup_bytes;
+	skel->rodata->python_frames = o->python_frames;
 	schedule_range(&lo, &hi);
 	skel->rodata->sched_lo = lo;
 	skel->rodata->sched_hi = hi;
@@ -89,7 +90,10 @@ struct offcpu_sampler *offcpu_sampler__new(const struct offcpu_opts *o, char *er
 	if ((e = -bpf_map__reuse_fd(skel->maps.samples, o->ring_fd)) ||
 	    (e = -bpf_map__reuse_fd(skel->maps.targets, o->targets_fd)) ||
 	    (e = -bpf_map__reuse_fd(skel->maps.tids, o->tids_fd)) ||
-	    (e = -bpf_map__reuse_fd(skel->maps.stack_sizes, o->sizes_fd))) {
+	    (e = -bpf_map__reuse_fd(skel->maps.stack_sizes, o->sizes_fd)) ||
+	    (e = -bpf_map__reuse_fd(skel->maps.counters, o->counters_fd)) ||
+	    (e = -bpf_map__reuse_fd(skel->maps.py_procs, o->py_procs_fd)) ||
+	    (e = -bpf_map__reuse_fd(skel->maps.py_threads, o->py_threads_fd))) {
 		snprintf(err, errlen, "cannot share the sampler's maps with the off-CPU sampler: %s",
 			 strerror(e));
 		goto fail;

@@ -10,6 +10,9 @@
 struct offcpu_opts {
 	/* the sampler's maps, shared: its ring, its targets, its per-thread copy sizes */
 	int ring_fd, targets_fd, tids_fd, sizes_fd;
+	/* its counters, and its Python processes and threads (when python_frames) */
+	int counters_fd, py_procs_fd, py_threads_fd;
+	bool python_frames;	/* a blocked thread's Python frames too */
 	uint32_t stack_size;	/* bytes of user stack for a thread without a size of its own */
 	bool filter_pids, filter_tids;
 	uint32_t self_tgid;

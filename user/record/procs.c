@@ -57,6 +57,7 @@ struct procs {
 	bool py_off;			/* procs__set_python(): no Python frames */
 	unsigned py_shard, py_shards;	/* the processes whose pid % py_shards is py_shard are this table's */
 	uint32_t py_ids[PY_MAX_FRAMES];	/* a sample's Python frames, as the writer interned them */
+	struct hmap *py_memo;		/* struct py_memo_key -> the frame's id in w (py_memo_clear()) */
 };
 
 /* Keep the first error of a write to the file. @return @err. */
@@ -238,6 +239,7 @@ void procs__free(struct procs *p)
 	proctab__free(p->tab);
 	jit_recorder__free(p->jit);
 	python__free(p->py);
+	hmap__free(p->py_memo);
 	procs__unwound_release(&p->redo);
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
@@ -357,6 +359,13 @@ int procs__scan_all(struct procs *p)
 }
 
 /* The task events that tell where an interpreter is, and when it goes. */
+/* Forget the Python frames' ids: a new writer, or a process gone (its pid may come again). */
+static void py_memo_clear(struct procs *p)
+{
+	hmap__free(p->py_memo);
+	p->py_memo = NULL;
+}
+
 static void python_task_event(struct procs *p, const struct perf_event_header *e)
 {
 	const struct perf_rec_mmap2 *mm = (const struct perf_rec_mmap2 *)e;
@@ -374,8 +383,10 @@ static void python_task_event(struct procs *p, const struct perf_event_header *e
 			python__mapped(p->py, mm->pid, mm->filename, mm->addr, mm->pgoff);
 		break;
 	case PERF_RECORD_COMM:
-		if (e->size >= sizeof(*c) && (e->misc & PERF_RECORD_MISC_COMM_EXEC))
+		if (e->size >= sizeof(*c) && (e->misc & PERF_RECORD_MISC_COMM_EXEC)) {
 			python__forget(p->py, c->pid);
+			py_memo_clear(p);
+		}
 		break;
 	case PERF_RECORD_FORK:
 		/* the parent may be another table's: the child's own maps say */
@@ -383,8 +394,10 @@ static void python_task_event(struct procs *p, const struct perf_event_header *e
 			python_scan(p, t->pid);
 		break;
 	case PERF_RECORD_EXIT:
-		if (e->size >= sizeof(*t) && t->pid == t->tid)
+		if (e->size >= sizeof(*t) && t->pid == t->tid) {
 			python__forget(p->py, t->pid);
+			py_memo_clear(p);
+		}
 		break;
 	}
 }
@@ -421,6 +434,7 @@ void procs__set_jit(struct procs *p, bool on)
 void procs__set_writer(struct procs *p, struct profile_writer *w)
 {
 	p->w = w;
+	py_memo_clear(p);
 }
 
 int procs__forget_written(struct procs *p)
@@ -653,6 +667,17 @@ static const struct procs_unwound *jit_unwind(struct procs *p, const struct proc
 }
 
 /*
+ * A frame the sampler read, as named and interned before: the code object's
+ * address and the names' hash it had (so never another object's name), the
+ * instruction (so the line) and the entry flag.
+ */
+struct py_memo_key {
+	uint32_t pid, flags, check, pad;
+	uint64_t code, instr;
+};
+#define PY_MEMO_MAX	65536	/* frames remembered; past it the memo starts again */
+
+/*
  * The Python frames after @h's user stack (@raw, unaligned) named and
  * interned into @s. A frame whose code object cannot be read is written as
  * "?" in its file "?": the chain keeps its shape. @return 0, or -errno of
@@ -665,26 +690,41 @@ static int python_frames(struct procs *p, const struct sample_hdr *h, const uint
 	struct pycode_info info;
 	int err = 0;
 
+	if (!p->py_memo)
+		p->py_memo = hmap__new(HMAP_BYTES);	/* none: every frame named the long way */
 	/* the writer's lock once for the chain, not once a frame: most names come from the cache */
 	if (p->wlock)
 		pthread_mutex_lock(p->wlock);
 	for (size_t i = 0; i < n && !err; i++) {
 		struct sample_py_frame f;
 		struct profile_py_frame rec = { 0 };
+		struct py_memo_key key;
+		uint64_t *v;
+		bool named;
 
 		memcpy(&f, raw + i * sizeof(f), sizeof(f));
-		if (python__resolve(p->py, h->pid, &f, &info)) {
-			rec.qualname = "?";
-			rec.file = "?";
-		} else {
-			rec.qualname = info.qualname;
-			rec.file = info.file;
-			rec.line = info.line;
-		}
-		rec.flags = f.flags & SAMPLE_PY_F_ENTRY ? PROFILE_PY_F_ENTRY : 0;
 		if (f.flags & SAMPLE_PY_F_TRUNCATED)
 			s->py_truncated = true;
+		rec.flags = f.flags & SAMPLE_PY_F_ENTRY ? PROFILE_PY_F_ENTRY : 0;
+		/* a frame seen before costs a lookup, not a name, a line and an interning */
+		key = (struct py_memo_key){ .pid = h->pid, .flags = rec.flags, .check = f.reserved,
+					    .code = f.code, .instr = f.instr };
+		if (f.reserved && p->py_memo && !hmap__find(p->py_memo, &key, sizeof(key), &v)) {
+			p->py_ids[i] = (uint32_t)*v;
+			python__count_named(p->py);
+			continue;
+		}
+		named = !python__resolve(p->py, h->pid, &f, &info);
+		rec.qualname = named ? info.qualname : "?";
+		rec.file = named ? info.file : "?";
+		rec.line = named ? info.line : 0;
 		err = profile_writer__py_frame(p->w, &rec, &p->py_ids[i]);
+		/* unchecked names are not kept: the object at the address may change */
+		if (err || !named || !f.reserved || !p->py_memo)
+			continue;
+		if (hmap__count(p->py_memo) >= PY_MEMO_MAX ||
+		    hmap__set(p->py_memo, &key, sizeof(key), p->py_ids[i]))
+			py_memo_clear(p);
 	}
 	if (p->wlock)
 		pthread_mutex_unlock(p->wlock);

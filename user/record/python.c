@@ -601,6 +601,11 @@ int python__resolve(struct python *py, uint32_t pid, const struct sample_py_fram
 	return 0;
 }
 
+void python__count_named(struct python *py)
+{
+	py->stats.frames++;
+}
+
 const struct python_stats *python__stats(const struct python *py)
 {
 	return &py->stats;

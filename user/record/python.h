@@ -127,6 +127,9 @@ void python__forget(struct python *py, uint32_t pid);
 int python__resolve(struct python *py, uint32_t pid, const struct sample_py_frame *f,
 		    struct pycode_info *out);
 
+/** python__count_named() - count a frame named from the caller's own memo of python__resolve()'s answers. */
+void python__count_named(struct python *py);
+
 /** @return counters for the summary. */
 const struct python_stats *python__stats(const struct python *py);
 
