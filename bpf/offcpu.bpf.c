@@ -231,10 +231,11 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	/*
 	 * Still in the call it blocked in: its interpreter's frames are the
 	 * ones it blocked under (a thread state keeps its frame while the
-	 * thread waits without the GIL).
+	 * thread waits without the GIL). Blocks are few: each code object's
+	 * names are read, not taken from a recent read.
 	 */
 	if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
-		py_sample(sc, kbytes, h->pid, tid, task, bpf_ktime_get_ns());
+		py_sample(sc, kbytes, h->pid, tid, task, bpf_ktime_get_ns(), false);
 	len = sizeof(*h) + kbytes + h->ustack_len +
 	      (__u64)h->py_depth * sizeof(struct sample_py_frame);
 	if (len > sizeof(*sc))

@@ -216,6 +216,7 @@ struct py_walk {
 	__u64 frame;
 	__u64 now;
 	__u64 blk_lo, blk_hi;	/* the bytes in win: [blk_lo, blk_hi) of the process */
+	bool slots;		/* names' hashes from py_codes when recent (else always read) */
 	__u64 check[PY_CHECK_WORDS];
 	__u32 base;		/* where in sc->data the first record goes */
 	__u32 n;
@@ -314,7 +315,7 @@ static long py_walk_step(__u64 i, struct py_walk *w)
 	words = pp->code_check_words;
 	slot_key = ((code >> 4) ^ (code >> 12)) & (PY_CODE_SLOTS - 1);
 	slot = bpf_map_lookup_elem(&py_codes, &slot_key);
-	if (slot && slot->code == code && w->now - slot->time_ns < PY_CODE_TTL_NS) {
+	if (slot && w->slots && slot->code == code && w->now - slot->time_ns < PY_CODE_TTL_NS) {
 		rec->reserved = slot->hash;
 	} else if (words && words <= PY_CHECK_WORDS &&
 		   /* all PY_CHECK_WORDS words, whatever is hashed: the code object is longer */
@@ -360,9 +361,10 @@ static __always_inline __u64 py_cframe_frame(struct scratch *sc, __u64 base,
  * outermost record says so, counted).
  */
 static __always_inline __u32 py_frames(struct scratch *sc, __u64 base, __u32 tgid, __u32 tid,
-				       struct task_struct *task, __u64 now, __u32 *fault, __u32 *truncated)
+				       struct task_struct *task, __u64 now, bool slots, __u32 *fault,
+				       __u32 *truncated)
 {
-	struct py_walk w = { .sc = sc };
+	struct py_walk w = { .sc = sc, .slots = slots };
 	const struct py_proc *pp;
 	struct sample_py_frame *rec;
 	__u32 zero = 0;
@@ -399,15 +401,17 @@ static __always_inline __u32 py_frames(struct scratch *sc, __u64 base, __u32 tgi
 /*
  * The current task's Python frames into its sample in @sc, whose kernel
  * and user stacks (@kbytes, then h.ustack_len) are in: py_depth and the
- * flag set, failures and cuts counted.
+ * flag set, failures and cuts counted. @slots: the code objects' names
+ * hashes may come from py_codes (the on-CPU sampler, whose rate makes them
+ * worth keeping), else each is read.
  */
 static __always_inline void py_sample(struct scratch *sc, __u64 kbytes, __u32 tgid, __u32 tid,
-				      struct task_struct *task, __u64 now)
+				      struct task_struct *task, __u64 now, bool slots)
 {
 	__u32 fault = 0, cut = 0;
 
-	sc->h.py_depth = py_frames(sc, kbytes + sc->h.ustack_len, tgid, tid, task, now, &fault,
-				   &cut);
+	sc->h.py_depth = py_frames(sc, kbytes + sc->h.ustack_len, tgid, tid, task, now, slots,
+				   &fault, &cut);
 	if (sc->h.py_depth)
 		sc->h.flags |= SAMPLE_F_PYTHON;
 	if (fault)

@@ -144,7 +144,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 			count(COUNTER_USTACK_FAULT);
 		/* the old program's memory is gone: so is its interpreter */
 		if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
-			py_sample(sc, kbytes, tgid, tid, task, now);
+			py_sample(sc, kbytes, tgid, tid, task, now, true);
 	}
 
 	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);

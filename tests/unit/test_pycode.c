@@ -17,6 +17,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <linux/types.h>
+
+#include "py_walk.h"
 #include "record/pycode.h"
 
 /* ---- a live interpreter ------------------------------------------------------------------ */
@@ -757,6 +760,56 @@ static void test_cache(void **state)
 	pycode_cache__free(NULL);
 }
 
+/* Failing reads: the process has exited. */
+static int gone_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return -EIO;
+}
+
+/*
+ * The checked cache: held names serve the frames whose hash of the names'
+ * pointers is the one read with them, even once the process is gone; a
+ * frame of another hash reads again and is stale when memory disagrees.
+ */
+static void test_cache_checked(void **state)
+{
+	static struct image im;
+	const struct pycode_layout *l = pycode_layout__for(13);
+	const struct pycode_check chk = { 112, 3 };
+	struct pycode_cache *cache = pycode_cache__new(8);
+	struct pycode_info info;
+	__u64 words[PY_CHECK_WORDS];
+	uint32_t want;
+	unsigned reads;
+
+	(void)state;
+	assert_non_null(cache);
+	forge(&im, l, table_311, sizeof(table_311));
+	memcpy(words, im.b + O_CODE + chk.offset, sizeof(words));
+	want = py_check_hash(words, 3);
+	/* the sampler saw another object there: stale, never its names */
+	assert_int_equal(pycode_cache__lookup_checked(cache, l, img_read, &im, IMG_BASE + O_CODE, 2,
+						      &chk, want ^ 2, &info), -ESTALE);
+	/* the object the sampler saw: named, then held */
+	assert_int_equal(pycode_cache__lookup_checked(cache, l, img_read, &im, IMG_BASE + O_CODE, 2,
+						      &chk, want, &info), 0);
+	assert_string_equal(info.qualname, "f.<locals>.g");
+	reads = im.reads;
+	assert_int_equal(pycode_cache__lookup_checked(cache, l, gone_read, NULL, IMG_BASE + O_CODE, 10,
+						      &chk, want, &info), 0);
+	assert_string_equal(info.qualname, "f.<locals>.g");
+	assert_int_equal(info.line, 13);
+	assert_int_equal(im.reads, reads);
+	/* unchecked frames take what is held */
+	assert_int_equal(pycode_cache__lookup_checked(cache, l, gone_read, NULL, IMG_BASE + O_CODE, 2,
+						      &chk, 0, &info), 0);
+	/* another hash once the process is gone: nothing to read it from */
+	assert_int_not_equal(pycode_cache__lookup_checked(cache, l, gone_read, NULL, IMG_BASE + O_CODE,
+							  2, &chk, want ^ 2, &info), 0);
+	pycode_cache__free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -765,6 +818,7 @@ int main(void)
 		cmocka_unit_test(test_forged_objects),
 		cmocka_unit_test(test_forged_random),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_cache_checked),
 		cmocka_unit_test(test_debug_offsets),
 		cmocka_unit_test(test_cache_budget),
 		cmocka_unit_test_teardown(test_debian_311, teardown_child),

@@ -58,6 +58,7 @@ struct procs {
 	unsigned py_shard, py_shards;	/* the processes whose pid % py_shards is py_shard are this table's */
 	uint32_t py_ids[PY_MAX_FRAMES];	/* a sample's Python frames, as the writer interned them */
 	struct hmap *py_memo;		/* struct py_memo_key -> the frame's id in w (py_memo_clear()) */
+	struct hmap *py_last;		/* tid -> struct py_last *, its last sample's chain */
 };
 
 /* Keep the first error of a write to the file. @return @err. */
@@ -199,6 +200,28 @@ struct sfu_cache *procs__new_cache(void)
 	return cache;
 }
 
+/*
+ * A thread's last Python chain as the sampler gave it, with the ids its
+ * frames were written under: the next sample of the thread shares most of
+ * it (all but its innermost frames), found by comparing the records.
+ */
+struct py_last {
+	uint32_t n;
+	struct sample_py_frame raw[PY_MAX_FRAMES];
+	uint32_t ids[PY_MAX_FRAMES];
+	bool reusable[PY_MAX_FRAMES];	/* named, and its names checked by the sampler */
+};
+#define PY_LAST_MAX	256	/* threads remembered; past it they are forgotten together */
+
+/* Forget the Python frames' ids: a new writer, or a process gone (its pid may come again). */
+static void py_memo_clear(struct procs *p)
+{
+	hmap__free(p->py_memo);
+	p->py_memo = NULL;
+	hmap__free_values(p->py_last, free);
+	p->py_last = NULL;
+}
+
 struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struct sfu_cache *cache,
 			 enum sfu_arch arch, unsigned max_depth)
 {
@@ -239,7 +262,7 @@ void procs__free(struct procs *p)
 	proctab__free(p->tab);
 	jit_recorder__free(p->jit);
 	python__free(p->py);
-	hmap__free(p->py_memo);
+	py_memo_clear(p);
 	procs__unwound_release(&p->redo);
 	hmap__free_values(p->threads, free);
 	hmap__free_values(p->learned, free);
@@ -359,14 +382,8 @@ int procs__scan_all(struct procs *p)
 }
 
 /* The task events that tell where an interpreter is, and when it goes. */
-/* Forget the Python frames' ids: a new writer, or a process gone (its pid may come again). */
-static void py_memo_clear(struct procs *p)
-{
-	hmap__free(p->py_memo);
-	p->py_memo = NULL;
-}
 
-static void python_task_event(struct procs *p, const struct perf_event_header *e)
+static void python_task_event(struct procs *p, const struct perf_event_header *e, uint64_t time)
 {
 	const struct perf_rec_mmap2 *mm = (const struct perf_rec_mmap2 *)e;
 	const struct perf_rec_comm *c = (const struct perf_rec_comm *)e;
@@ -394,10 +411,9 @@ static void python_task_event(struct procs *p, const struct perf_event_header *e
 			python_scan(p, t->pid);
 		break;
 	case PERF_RECORD_EXIT:
-		if (e->size >= sizeof(*t) && t->pid == t->tid) {
-			python__forget(p->py, t->pid);
-			py_memo_clear(p);
-		}
+		/* its last samples may still be queued: named from what was read while it ran */
+		if (e->size >= sizeof(*t) && t->pid == t->tid)
+			python__exited(p->py, t->pid, time);
 		break;
 	}
 }
@@ -413,7 +429,7 @@ void procs__task_event(struct procs *p, const struct perf_event_header *e, uint6
 		jit_recorder__mmap(p->jit, mm->pid, mm->addr, mm->addr + mm->len, mm->filename);
 	proctab__task_event(p->tab, e, time);
 	if (!p->py_off)
-		python_task_event(p, e);
+		python_task_event(p, e, time);
 }
 
 void procs__jit_flush(struct procs *p, uint64_t time)
@@ -667,6 +683,38 @@ static const struct procs_unwound *jit_unwind(struct procs *p, const struct proc
 }
 
 /*
+ * Keep @tid's chain (@raw, @n records, their ids in p->py_ids) for its next
+ * sample; a frame is reused only where @reusable says it was named from
+ * names the sampler checked (what the memo holds).
+ */
+static void py_last_keep(struct procs *p, uint32_t tid, const uint8_t *raw, size_t n,
+			 const bool *reusable)
+{
+	struct py_last *last = NULL;
+	uint64_t *v;
+
+	if (!p->py_last || !p->py_memo)
+		return;
+	if (!hmap__find_u64(p->py_last, tid, &v)) {
+		last = (struct py_last *)(uintptr_t)*v;
+	} else {
+		if (hmap__count(p->py_last) >= PY_LAST_MAX) {
+			hmap__free_values(p->py_last, free);
+			p->py_last = hmap__new(HMAP_U64);
+		}
+		last = malloc(sizeof(*last));
+		if (!last || !p->py_last || hmap__set_u64(p->py_last, tid, (uintptr_t)last)) {
+			free(last);
+			return;
+		}
+	}
+	last->n = (uint32_t)n;
+	memcpy(last->raw, raw, n * sizeof(struct sample_py_frame));
+	memcpy(last->ids, p->py_ids, n * sizeof(uint32_t));
+	memcpy(last->reusable, reusable, n * sizeof(bool));
+}
+
+/*
  * A frame the sampler read, as named and interned before: the code object's
  * address and the names' hash it had (so never another object's name), the
  * instruction (so the line) and the entry flag.
@@ -686,31 +734,53 @@ struct py_memo_key {
 static int python_frames(struct procs *p, const struct sample_hdr *h, const uint8_t *raw,
 			 struct profile_sample *s)
 {
-	size_t n = h->py_depth < PY_MAX_FRAMES ? h->py_depth : PY_MAX_FRAMES;
+	size_t n = h->py_depth < PY_MAX_FRAMES ? h->py_depth : PY_MAX_FRAMES, same = 0;
+	bool reusable[PY_MAX_FRAMES];
+	struct py_last *last = NULL;
 	struct pycode_info info;
+	uint64_t *v;
 	int err = 0;
 
 	if (!p->py_memo)
 		p->py_memo = hmap__new(HMAP_BYTES);	/* none: every frame named the long way */
+	if (!p->py_last)
+		p->py_last = hmap__new(HMAP_U64);
+	if (p->py_last && !hmap__find_u64(p->py_last, h->tid, &v))
+		last = (struct py_last *)(uintptr_t)*v;
+	/* the outer frames the thread's last sample had, as they were: their ids again */
+	while (last && same < n && same < last->n &&
+	       last->reusable[last->n - 1 - same] &&
+	       !memcmp(raw + (n - 1 - same) * sizeof(struct sample_py_frame),
+		       &last->raw[last->n - 1 - same], sizeof(struct sample_py_frame))) {
+		p->py_ids[n - 1 - same] = last->ids[last->n - 1 - same];
+		reusable[n - 1 - same] = true;
+		python__count_named(p->py);
+		same++;
+	}
 	/* the writer's lock once for the chain, not once a frame: most names come from the cache */
 	if (p->wlock)
 		pthread_mutex_lock(p->wlock);
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct sample_py_frame f;
 		struct profile_py_frame rec = { 0 };
 		struct py_memo_key key;
-		uint64_t *v;
 		bool named;
 
 		memcpy(&f, raw + i * sizeof(f), sizeof(f));
 		if (f.flags & SAMPLE_PY_F_TRUNCATED)
 			s->py_truncated = true;
+		if (i >= n - same)
+			continue;
+		reusable[i] = false;
+		if (err)
+			continue;
 		rec.flags = f.flags & SAMPLE_PY_F_ENTRY ? PROFILE_PY_F_ENTRY : 0;
 		/* a frame seen before costs a lookup, not a name, a line and an interning */
 		key = (struct py_memo_key){ .pid = h->pid, .flags = rec.flags, .check = f.reserved,
 					    .code = f.code, .instr = f.instr };
 		if (f.reserved && p->py_memo && !hmap__find(p->py_memo, &key, sizeof(key), &v)) {
 			p->py_ids[i] = (uint32_t)*v;
+			reusable[i] = true;
 			python__count_named(p->py);
 			continue;
 		}
@@ -722,6 +792,7 @@ static int python_frames(struct procs *p, const struct sample_hdr *h, const uint
 		/* unchecked names are not kept: the object at the address may change */
 		if (err || !named || !f.reserved || !p->py_memo)
 			continue;
+		reusable[i] = true;
 		if (hmap__count(p->py_memo) >= PY_MEMO_MAX ||
 		    hmap__set(p->py_memo, &key, sizeof(key), p->py_ids[i]))
 			py_memo_clear(p);
@@ -732,6 +803,7 @@ static int python_frames(struct procs *p, const struct sample_hdr *h, const uint
 		return err;
 	s->py_frames = n ? p->py_ids : NULL;
 	s->py_depth = n;
+	py_last_keep(p, h->tid, raw, n, reusable);
 	return 0;
 }
 

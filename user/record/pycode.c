@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "py_walk.h"	/* py_check_hash() */
 #include "pycode.h"
 
 /* Py_TPFLAGS_BYTES_SUBCLASS, Py_TPFLAGS_UNICODE_SUBCLASS: the same bits in 3.10-3.13. */
@@ -501,6 +504,7 @@ struct cache_slot {
 	uint64_t code;
 	unsigned version;	/* 0: empty */
 	int err;		/* the held failure, or 0 */
+	uint32_t check;		/* the names' hash read with them (0: not read) */
 	char *qualname, *file;
 	struct code_names cn;
 	uint8_t *table;		/* NULL: not held (over the budget, or big) */
@@ -583,14 +587,20 @@ static size_t slot_index(const struct pycode_cache *c, uint64_t code)
 	return c->bits ? (size_t)(h >> (64 - c->bits)) : 0;
 }
 
-/* Fill @s for @code: a failure is held as well. */
+/* Fill @s for @code (and its names' hash where @check says where): a failure is held as well. */
 static int slot_fill(struct pycode_cache *c, struct cache_slot *s, const struct pycode_layout *l,
-		     pycode_read_fn read, void *ctx, uint64_t code, struct pycode_info *out)
+		     pycode_read_fn read, void *ctx, uint64_t code, const struct pycode_check *check,
+		     struct pycode_info *out)
 {
+	__u64 words[PY_CHECK_WORDS];
 	int err;
 
 	s->code = code;
 	s->version = l->version;
+	s->check = 0;
+	if (check && check->words && check->words <= PY_CHECK_WORDS &&
+	    !read(ctx, code + check->offset, words, check->words * 8))
+		s->check = py_check_hash(words, check->words);
 	err = read_code(l, read, ctx, code, out, &s->cn);
 	if (err == -ENOMEM || err == -EINVAL) {
 		/* ours, not the process's: nothing to hold */
@@ -621,6 +631,13 @@ static int slot_fill(struct pycode_cache *c, struct cache_slot *s, const struct 
 int pycode_cache__lookup(struct pycode_cache *c, const struct pycode_layout *l, pycode_read_fn read,
 			 void *ctx, uint64_t code, uint64_t instr_off, struct pycode_info *out)
 {
+	return pycode_cache__lookup_checked(c, l, read, ctx, code, instr_off, NULL, 0, out);
+}
+
+int pycode_cache__lookup_checked(struct pycode_cache *c, const struct pycode_layout *l,
+				 pycode_read_fn read, void *ctx, uint64_t code, uint64_t instr_off,
+				 const struct pycode_check *check, uint32_t want, struct pycode_info *out)
+{
 	struct cache_slot *s;
 	uint8_t *table;
 	int err;
@@ -628,7 +645,7 @@ int pycode_cache__lookup(struct pycode_cache *c, const struct pycode_layout *l, 
 	if (!c || !l)
 		return -EINVAL;
 	s = &c->slots[slot_index(c, code)];
-	if (s->version == l->version && s->code == code) {
+	if (s->version == l->version && s->code == code && (!want || s->check == want)) {
 		c->hits++;
 		if (s->err)
 			return s->err;
@@ -639,9 +656,12 @@ int pycode_cache__lookup(struct pycode_cache *c, const struct pycode_layout *l, 
 	} else {
 		c->misses++;
 		slot_clear(c, s);
-		err = slot_fill(c, s, l, read, ctx, code, out);
+		err = slot_fill(c, s, l, read, ctx, code, check, out);
 		if (err)
 			return err;
+		/* another object now, or its names unread: held for the samples that saw it */
+		if (want && s->check != want)
+			return -ESTALE;
 	}
 	out->line = 0;
 	if (s->cn.table_big)

@@ -106,6 +106,24 @@ void pycode_cache__clear(struct pycode_cache *c);
 int pycode_cache__lookup(struct pycode_cache *c, const struct pycode_layout *l, pycode_read_fn read,
 			 void *ctx, uint64_t code, uint64_t instr_off, struct pycode_info *out);
 
+/* Where a code object's name and file pointers are, hashed as the sampler hashes them (py_check_hash()). */
+struct pycode_check {
+	uint32_t offset;	/* in the code object */
+	unsigned words;		/* 1 to PY_CHECK_WORDS */
+};
+
+/**
+ * pycode_cache__lookup_checked() - pycode_cache__lookup() of the object whose
+ * names' hash, as the sampler read it, is @want (0: not read). A held answer
+ * serves only a frame of the same hash, so that names read before the
+ * process exited still name its late samples; otherwise the object is read
+ * again. @return as pycode_cache__lookup(), or -ESTALE when the object at
+ * @code is not the one the sampler saw (its names' hash differs).
+ */
+int pycode_cache__lookup_checked(struct pycode_cache *c, const struct pycode_layout *l,
+				 pycode_read_fn read, void *ctx, uint64_t code, uint64_t instr_off,
+				 const struct pycode_check *check, uint32_t want, struct pycode_info *out);
+
 /** pycode_cache__stats() - lookups answered from the cache (@hits) and by reading (@misses). */
 void pycode_cache__stats(const struct pycode_cache *c, uint64_t *hits, uint64_t *misses);
 

@@ -311,13 +311,9 @@ struct py_process {
 	uint32_t co_code_adaptive;
 	const struct pycode_layout *layout;
 	struct pycode_cache *codes;
-	/*
-	 * code address -> the py_check_hash() of the object whose names the
-	 * cache holds for it: a sample with another hash is of another object
-	 */
-	struct hmap *checks;
 	int mem;		/* /proc/PID/mem */
 	uint64_t frames;	/* named: a process forgotten before any is not counted */
+	uint64_t exit_ns;	/* when it exited (0: running): kept for its last samples */
 };
 
 struct python {
@@ -325,6 +321,7 @@ struct python {
 	struct hmap *procs;	/* pid -> struct py_process * */
 	struct hmap *builds;	/* (dev, ino) of a file -> struct python_build *, NULL when none */
 	struct python_stats stats;
+	uint64_t swept_ns;	/* the last python__exited() sweep */
 };
 
 struct python *python__new(const struct python_map_ops *ops)
@@ -352,7 +349,6 @@ static void process_free(void *v)
 	if (!pp)
 		return;
 	pycode_cache__free(pp->codes);
-	hmap__free(pp->checks);
 	if (pp->mem >= 0)
 		close(pp->mem);
 	free(pp);
@@ -381,11 +377,10 @@ static int add_process(struct python *py, uint32_t pid, unsigned minor, uint32_t
 	pp->co_code_adaptive = co_code_adaptive;
 	pp->layout = pycode_layout__for(minor);
 	pp->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
-	pp->checks = hmap__new(HMAP_U64);
 	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
 	/* not there (gone, or not ours to read): the walk still runs, its frames go unnamed */
 	pp->mem = open(path, O_RDONLY | O_CLOEXEC);
-	if (!pp->codes || !pp->checks || hmap__set_u64(py->procs, pid, (uintptr_t)pp)) {
+	if (!pp->codes || hmap__set_u64(py->procs, pid, (uintptr_t)pp)) {
 		process_free(pp);
 		return -ENOMEM;
 	}
@@ -534,23 +529,12 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 }
 
 /* The hash of the names of the object at @code now, as the sampler makes it; 0 when unreadable. */
-static uint32_t check_now(const struct py_process *pp, uint64_t code)
-{
-	__u64 w[PY_CHECK_WORDS];
-	unsigned n = pp->proc.code_check_words;
-
-	if (!n || n > PY_CHECK_WORDS || read_mem((void *)pp, code + pp->proc.code_check, w, n * 8))
-		return 0;
-	return py_check_hash(w, n);
-}
-
 int python__resolve(struct python *py, uint32_t pid, const struct sample_py_frame *f,
 		    struct pycode_info *out)
 {
-	uint64_t *v, off, hits, misses_before, misses;
+	struct pycode_check check;
 	struct py_process *pp;
-	bool known = false;
-	uint32_t now;
+	uint64_t *v, off;
 	int err;
 
 	if (hmap__find_u64(py->procs, pid, &v))
@@ -558,37 +542,19 @@ int python__resolve(struct python *py, uint32_t pid, const struct sample_py_fram
 	pp = (struct py_process *)(uintptr_t)*v;
 	if (!pp->layout || pp->mem < 0)
 		return -ENOENT;
-	if (f->reserved && pp->checks && !hmap__find_u64(pp->checks, f->code, &v)) {
-		known = *v == f->reserved;
-		/* the address holds another object than the cache's names are of */
-		if (!known)
-			pycode_cache__clear(pp->codes);
-	}
 	off = python__instr_offset(pp->minor, pp->co_code_adaptive, f);
-	pycode_cache__stats(pp->codes, &hits, &misses_before);
-	err = pycode_cache__lookup(pp->codes, pp->layout, read_mem, pp, f->code,
-				   off == UINT64_MAX ? 0 : off, out);
-	pycode_cache__stats(pp->codes, &hits, &misses);
 	/*
-	 * Names just read from memory: of the object the sample saw, or of one
-	 * made at its address since (the sampled one freed; user space names
-	 * frames after the sample, when a module's code has run and gone).
+	 * The names held for the code object the sample saw (same hash of its
+	 * name pointers), or read now: names read after the sample are of the
+	 * object the sample saw only if their hash is the sampler's (a module's
+	 * body freed once it has run, another function made at its address).
 	 */
-	if (f->reserved && pp->checks && (!known || misses != misses_before)) {
-		now = check_now(pp, f->code);
-		/* bounded as the cache is: forgetting costs a read of memory, no wrong name */
-		if (hmap__count(pp->checks) >= 4 * CODE_CACHE_ENTRIES) {
-			hmap__free(pp->checks);
-			pp->checks = hmap__new(HMAP_U64);
-		}
-		if (now && pp->checks && hmap__set_u64(pp->checks, f->code, now)) {
-			hmap__free(pp->checks);
-			pp->checks = NULL;	/* no memory: names unchecked from now on */
-		}
-		if (!err && now != f->reserved) {
-			py->stats.stale++;
-			return -ESTALE;
-		}
+	check = (struct pycode_check){ pp->proc.code_check, pp->proc.code_check_words };
+	err = pycode_cache__lookup_checked(pp->codes, pp->layout, read_mem, pp, f->code,
+					   off == UINT64_MAX ? 0 : off, &check, f->reserved, out);
+	if (err == -ESTALE) {
+		py->stats.stale++;
+		return err;
 	}
 	if (err) {
 		py->stats.unresolved++;
@@ -599,6 +565,40 @@ int python__resolve(struct python *py, uint32_t pid, const struct sample_py_fram
 	pp->frames++;
 	py->stats.frames++;
 	return 0;
+}
+
+void python__exited(struct python *py, uint32_t pid, uint64_t time_ns)
+{
+	struct hmap_item it;
+	uint64_t *v, *gone = NULL;
+	size_t pos = 0, n = 0, cap = 0;
+
+	if (!hmap__find_u64(py->procs, pid, &v)) {
+		((struct py_process *)(uintptr_t)*v)->exit_ns = time_ns ? time_ns : 1;
+		/* the walk has nothing to read any more */
+		if (py->ops.remove)
+			py->ops.remove(py->ops.ctx, pid);
+	}
+	if (time_ns - py->swept_ns < PYTHON_EXIT_GRACE_NS)
+		return;
+	py->swept_ns = time_ns;
+	while (!hmap__next(py->procs, &pos, &it)) {
+		const struct py_process *pp = (const struct py_process *)(uintptr_t)it.val;
+
+		if (!pp->exit_ns || time_ns - pp->exit_ns <= PYTHON_EXIT_GRACE_NS)
+			continue;
+		if (n == cap) {
+			uint64_t *more = realloc(gone, (cap = cap ? 2 * cap : 16) * sizeof(*gone));
+
+			if (!more)
+				break;
+			gone = more;
+		}
+		gone[n++] = it.key;
+	}
+	for (size_t i = 0; i < n; i++)
+		python__forget(py, (uint32_t)gone[i]);
+	free(gone);
 }
 
 void python__count_named(struct python *py)

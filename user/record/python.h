@@ -116,6 +116,16 @@ int python__scan(struct python *py, uint32_t pid);
 /** python__forget() - @pid exec'd or exited: its interpreter is gone. */
 void python__forget(struct python *py, uint32_t pid);
 
+/* How long an exited process's names are kept for its samples still queued (as proctab keeps it). */
+#define PYTHON_EXIT_GRACE_NS	2000000000ull
+
+/**
+ * python__exited() - @pid exited at @time_ns: no more walks of it, but the
+ * names read while it ran still name its samples that come after the exit
+ * for PYTHON_EXIT_GRACE_NS; processes exited longer ago are forgotten.
+ */
+void python__exited(struct python *py, uint32_t pid, uint64_t time_ns);
+
 /**
  * python__resolve() - the name, file and line of frame @f of a sample of
  * @pid, read from its memory (cached per process). @return 0, -ENOENT for
