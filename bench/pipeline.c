@@ -272,7 +272,7 @@ static void snapshots__free(struct snapshot *snaps, size_t n)
  */
 static int reference_unwind(struct snapshot *snaps, size_t n)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_HOST };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_HOST);
 	struct sfu_frame frames[REF_MAX];
 	struct sfu_diag diag = { 0 };
 	struct sfu_addrspace *as;

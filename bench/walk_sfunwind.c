@@ -58,8 +58,8 @@ int unwinder_sfunwind__init(struct unwinder *u)
 	}
 	*u = (struct unwinder){ "libsfunwind", sfu_walk, sfu_walker__free, w };
 	/* warm caches, as in the profiler: one row cache per unwinding thread */
-	w->opts = (struct sfu_unwind_opts){ .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1,
-					    .cache = sfu_unwind_cache__new() };
+	SFU_OPTS_RESET(&w->opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1,
+		       .cache = sfu_unwind_cache__new());
 	w->as = sfu_addrspace__new(NULL, NULL);
 	if (!w->as || !w->opts.cache) {
 		err = -errno;

@@ -416,12 +416,12 @@ struct gdb_reader_funcs *gdb_init_reader(void)
 		free(r);
 		return NULL;
 	}
-	r->opts = (struct sfu_unwind_opts){
+	SFU_OPTS_RESET(&r->opts,
 		.arch = SFU_ARCH_HOST,
 		/* frames no table covers are GDB's: never walk frame pointers here */
 		.no_fp_fallback = 1,
 		.cache = r->rows,
-	};
+	);
 	r->funcs = (struct gdb_reader_funcs){
 		.reader_version = GDB_READER_INTERFACE_VERSION,
 		.priv_data = r,

@@ -1086,12 +1086,12 @@ static int make_funcs(const struct walk *w, struct sfu_sframe_func **out_funcs, 
 static int encode(const struct walk *w, struct sfu_code_stats *stats, void **buf, size_t *size,
 		  struct sfu_diag *diag)
 {
-	struct sfu_sframe_enc_opts opts = {
+	SFU_OPTS(sfu_sframe_enc_opts, opts,
 		.version = 3,
 		.abi = w->arch->abi,
 		.cfa_fixed_ra_offset = w->arch->cfa_fixed_ra_offset,
 		.addr = 0,
-	};
+	);
 	struct sfu_sframe_func *funcs;
 	struct sfu_row *rows;
 	size_t n, nf;

@@ -1683,13 +1683,13 @@ int sfu_eh_frame_encode(const struct sfu_eh_frame *in, void **out, size_t *out_s
 				stats->rows_unusable++;
 	}
 	stats->funcs = x.num_funcs;
-	opts = (struct sfu_sframe_enc_opts){
+	SFU_OPTS_RESET(&opts,
 		.version = 3,
 		.abi = x.abi,
 		.big_endian = host_be,
 		.cfa_fixed_ra_offset = x.amd64 ? -8 : 0,
 		.addr = 0,
-	};
+	);
 	err = sfu_sframe_encode(&opts, funcs, x.num_funcs, out, out_size, diag);
 out:
 	free(funcs);

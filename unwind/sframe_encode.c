@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opts_internal.h"
 #include "sframe_internal.h"
 
 struct writer {
@@ -372,8 +373,8 @@ static int check_func(const struct sfu_sframe_enc_opts *o, const struct sfu_sfra
 	return 0;
 }
 
-int sfu_sframe_encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sframe_func *funcs,
-		      size_t num_funcs, void **out, size_t *out_size, struct sfu_diag *diag)
+static int encode(const struct sfu_sframe_enc_opts *o, const struct sfu_sframe_func *funcs,
+		  size_t num_funcs, void **out, size_t *out_size, struct sfu_diag *diag)
 {
 	const bool host_be = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
 	unsigned fde_size = o->version == 1 ? SFRAME_V1_FDE_SIZE :
@@ -491,4 +492,29 @@ out:
 	*out = wr.buf;
 	*out_size = wr.len;
 	return 0;
+}
+
+int sfu_sframe_encode(const struct sfu_sframe_enc_opts *opts, const struct sfu_sframe_func *funcs,
+		      size_t num_funcs, void **out, size_t *out_size, struct sfu_diag *diag)
+{
+	struct sfu_sframe_enc_opts o;
+
+	if (!opts)
+		return diag_set(diag, -EINVAL, "no options: the SFrame version has no default");
+	if (!OPTS_VALID(opts, sfu_sframe_enc_opts))
+		return diag_set(diag, -EINVAL, "options of %zu bytes: too small, or setting a field "
+				"this library does not know", opts->sz);
+	/* the encoder reads a whole struct of this library's size: the caller's may be shorter */
+	o = (struct sfu_sframe_enc_opts){
+		.sz = sizeof(o),
+		.version = OPTS_GET(opts, version, 0),
+		.abi = OPTS_GET(opts, abi, 0),
+		.big_endian = OPTS_GET(opts, big_endian, false),
+		.pcrel = OPTS_GET(opts, pcrel, false),
+		.flags = OPTS_GET(opts, flags, 0),
+		.cfa_fixed_fp_offset = OPTS_GET(opts, cfa_fixed_fp_offset, 0),
+		.cfa_fixed_ra_offset = OPTS_GET(opts, cfa_fixed_ra_offset, 0),
+		.addr = OPTS_GET(opts, addr, 0),
+	};
+	return encode(&o, funcs, num_funcs, out, out_size, diag);
 }

@@ -9,6 +9,7 @@
 #include "sfunwind/unwind.h"
 #include "gopclntab_internal.h"
 #include "module_internal.h"
+#include "opts_internal.h"
 #include "sframe_internal.h"
 
 #define AARCH64_DEFAULT_PAC_MASK 0xffff000000000000ull
@@ -459,13 +460,38 @@ static int step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *op
 	return step_fp(regs, read, ctx, out);
 }
 
+/*
+ * The caller's options as this library's struct: fields past the caller's sz
+ * read as their default, so that step() never reads past the caller's struct.
+ * @return 0, or -EINVAL for options this library cannot honour.
+ */
+static int opts_load(const struct sfu_unwind_opts *opts, struct sfu_unwind_opts *o)
+{
+	if (!OPTS_VALID(opts, sfu_unwind_opts))
+		return -EINVAL;
+	*o = (struct sfu_unwind_opts){
+		.sz = sizeof(*o),
+		.arch = OPTS_GET(opts, arch, SFU_ARCH_X86_64),
+		.no_fp_fallback = OPTS_GET(opts, no_fp_fallback, 0),
+		.pac_mask = OPTS_GET(opts, pac_mask, 0),
+		.cache = OPTS_GET(opts, cache, NULL),
+		.fp_only = OPTS_GET(opts, fp_only, 0),
+	};
+	return 0;
+}
+
 int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
 		    struct sfu_step *out)
 {
 	const struct sfu_mapping *last = NULL;
+	struct sfu_unwind_opts o;
+	int err;
 
-	return step(as, opts, regs, first, read, ctx, out, &last);
+	err = opts_load(opts, &o);
+	if (err)
+		return err;
+	return step(as, &o, regs, first, read, ctx, out, &last);
 }
 
 int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
@@ -474,11 +500,15 @@ int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opt
 {
 	const struct sfu_mapping *last = NULL;
 	struct sfu_regs cur = *regs;
+	struct sfu_unwind_opts o;
 	struct sfu_step next;
 	size_t n = 0;
 	int stop;
 
 	*count = 0;
+	stop = opts_load(opts, &o);
+	if (stop)
+		return stop;
 	if (!max)
 		return SFU_STOP_DEPTH;
 	frames[n++] = (struct sfu_frame){ cur.pc, SFU_FRAME_PC, SFU_SRC_NONE };
@@ -488,7 +518,7 @@ int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opt
 			break;
 		}
 		/* the interrupted frame, and a frame a signal interrupted, have a precise pc */
-		stop = step(as, opts, &cur, frames[n - 1].kind == SFU_FRAME_PC, read, ctx, &next,
+		stop = step(as, &o, &cur, frames[n - 1].kind == SFU_FRAME_PC, read, ctx, &next,
 			    &last);
 		if (stop)
 			break;

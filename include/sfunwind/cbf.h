@@ -181,7 +181,9 @@ SFU_API int sfu_cbf_encode_frames(struct sfu_cbf_enc *enc, const struct sfu_cbf_
  *         ends with `trunc` instead of `end`.
  *
  * Runs of identical consecutive addresses (direct recursion) become `rep`.
- * SFU_CBF_BOUND(n) bytes are always enough.
+ * SFU_CBF_BOUND(n) bytes are always enough. (sfprof's recorder writes a stack
+ * with a signal frame in it, whose interrupted pc must stay a `pc`, by
+ * sfu_cbf_encode_frames() with the same cut.)
  *
  * @return 0, -ERANGE when the omitted count does not fit a 16-bit word,
  * -EINVAL after the end, -ENOSPC.

@@ -202,7 +202,12 @@ struct sfu_sframe_func {
 	size_t num_rows;
 };
 
+/*
+ * Options for sfu_sframe_encode(), declared with SFU_OPTS(sfu_sframe_enc_opts,
+ * opts, ...); new fields go at the end (see SFU_OPTS()).
+ */
 struct sfu_sframe_enc_opts {
+	size_t sz;		/* sizeof(struct sfu_sframe_enc_opts), set by SFU_OPTS() */
 	uint8_t version;	/* 1, 2 or 3 */
 	uint8_t abi;		/* enum sfu_sframe_abi */
 	bool big_endian;	/* byte order to write */
@@ -224,7 +229,9 @@ struct sfu_sframe_enc_opts {
  * the RA rule "CFA + 1 as a value", which decodes as unusable again (rather
  * than as the outermost frame, which an undefined RA otherwise means).
  *
- * @return 0, or a negative errno (-EINVAL, -ENOMEM, -ERANGE).
+ * @return 0, or a negative errno (-EINVAL, -ENOMEM, -ERANGE); -EINVAL also
+ * when @opts is NULL (there is no default version) or not valid (its sz too
+ * small, or a field this library does not know is set).
  */
 SFU_API int sfu_sframe_encode(const struct sfu_sframe_enc_opts *opts,
 		      const struct sfu_sframe_func *funcs, size_t num_funcs,

@@ -94,8 +94,13 @@ SFU_API struct sfu_unwind_cache *sfu_unwind_cache__new(void);
 /** sfu_unwind_cache__free() - accepts NULL. */
 SFU_API void sfu_unwind_cache__free(struct sfu_unwind_cache *cache);
 
-/* Options for sfu_unwind(). Zero-initialised is the default. */
+/*
+ * Options for sfu_unwind() and sfu_unwind_step(). Declare them with
+ * SFU_OPTS(sfu_unwind_opts, opts, ...): zero is each field's default, and
+ * NULL means all defaults. New fields go at the end (see SFU_OPTS()).
+ */
 struct sfu_unwind_opts {
+	size_t sz;		/* sizeof(struct sfu_unwind_opts), set by SFU_OPTS() */
 	enum sfu_arch arch;
 	int no_fp_fallback;	/* do not walk frame pointers where no table covers */
 	uint64_t pac_mask;	/* AArch64: bits to clear from signed RAs; 0 = bits 48-63 */
@@ -136,7 +141,8 @@ struct sfu_step {
  * This is what a debugger's unwinder hook calls once per frame.
  *
  * @return 0, or the reason unwinding cannot continue as a positive enum
- * sfu_stop value (never SFU_STOP_DEPTH).
+ * sfu_stop value (never SFU_STOP_DEPTH); -EINVAL when @opts is not valid
+ * (its sz too small, or a field this library does not know is set).
  */
 SFU_API int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 		    const struct sfu_regs *regs, int first, sfu_read_fn read, void *ctx,
@@ -147,7 +153,8 @@ SFU_API int sfu_unwind_step(const struct sfu_addrspace *as, const struct sfu_unw
  * @frames: receives up to @max frames; frames[0] is regs->pc.
  * @count: receives the number of frames written.
  *
- * @return the stop reason (enum sfu_stop).
+ * @return the stop reason (enum sfu_stop); -EINVAL, with no frame written,
+ * when @opts is not valid (see sfu_unwind_step()).
  */
 SFU_API int sfu_unwind(const struct sfu_addrspace *as, const struct sfu_unwind_opts *opts,
 	       const struct sfu_regs *regs, sfu_read_fn read, void *ctx,

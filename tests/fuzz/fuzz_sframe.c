@@ -208,7 +208,7 @@ static void check_roundtrip(const struct sfu_sframe_func *funcs, size_t num_func
 static void encode_and_check(const struct sfu_sframe_header *hdr,
 			     struct sfu_sframe_func *funcs, size_t n, bool plain)
 {
-	struct sfu_sframe_enc_opts opts = {
+	SFU_OPTS(sfu_sframe_enc_opts, opts,
 		.version = hdr->version,
 		.abi = hdr->abi,
 		.big_endian = hdr->big_endian,
@@ -216,8 +216,8 @@ static void encode_and_check(const struct sfu_sframe_header *hdr,
 		.flags = hdr->flags & SFU_SFRAME_F_FRAME_POINTER,
 		.cfa_fixed_fp_offset = hdr->cfa_fixed_fp_offset,
 		.cfa_fixed_ra_offset = hdr->cfa_fixed_ra_offset,
-		.addr = SECTION_ADDR,
-	};
+		.addr = SECTION_ADDR
+	);
 	struct sfu_diag diag = { 0 };
 	void *out = NULL;
 	size_t out_size = 0;

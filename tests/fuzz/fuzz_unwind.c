@@ -228,7 +228,8 @@ static void check_lookup(const struct sfu_addrspace *as, uint64_t pc)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sfu_frame frames[MAX_FRAMES];
-	struct sfu_unwind_opts opts = { 0 }, plain;
+	SFU_OPTS(sfu_unwind_opts, opts);
+	struct sfu_unwind_opts plain;
 	struct sfu_addrspace *as;
 	struct reader r1, r2;
 	struct sfu_regs regs, cur;

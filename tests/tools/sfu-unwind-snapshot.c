@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sfu_unwind_opts opts = { 0 };
+	SFU_OPTS(sfu_unwind_opts, opts);
 	struct snapshot snap = { 0 };
 	struct sfu_addrspace *as = NULL;
 	struct sfu_frame *frames = NULL;

@@ -740,7 +740,7 @@ static struct sfu_module *stub_module(uint64_t start, size_t len)
 
 static void test_unwind_through_trampoline(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1);
 	uint8_t stack[STACK_SIZE] = { 0 };
 	struct sfu_snapshot snap = { STACK_TOP - STACK_SIZE, stack, STACK_SIZE };
 	uint64_t entry_sp = STACK_TOP - 0x100, v;
@@ -812,7 +812,7 @@ static void test_unwind_through_trampoline_a64(void **state)
 {
 	struct sfu_segment seg = { .vaddr = STUB, .memsz = sizeof(py_trampoline_a64),
 				   .filesz = sizeof(py_trampoline_a64), .flags = PF_R | PF_X };
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1);
 	uint8_t stack[STACK_SIZE] = { 0 };
 	struct sfu_snapshot snap = { STACK_TOP - STACK_SIZE, stack, STACK_SIZE };
 	uint64_t entry_sp = STACK_TOP - 0x100, v;

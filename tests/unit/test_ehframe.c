@@ -1205,7 +1205,7 @@ __attribute__((noinline)) static void outer_frame(void)
 
 static void test_self_unwind(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1);
 	const char *want[] = { "capture", "middle_frame", "outer_frame", "test_self_unwind" };
 	struct sfu_frame frames[64];
 	struct sfu_snapshot snap;

@@ -429,7 +429,7 @@ static void write_go_elf(char *path, uint16_t machine)
  */
 static void test_go_aarch64(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_AARCH64);
 	uint64_t stack[16] = { 0 }, base = 0x7ffd0010;
 	struct sfu_snapshot snap = { .base = base - 16, .data = (uint8_t *)stack,
 				     .size = sizeof(stack) };
@@ -730,7 +730,7 @@ static void test_go_unwind(void **state)
 {
 	const struct sfu_gopclntab *t;
 	struct sfu_go_func leaf, mid, top, mmain, goexit;
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64);
 	uint64_t stack[2048] = { 0 }, sub_pc = 0, ra_mid, ra_top, ra_main, sp, base = 0x7ffd0000;
 	struct sfu_snapshot snap = { .base = base, .data = (uint8_t *)stack, .size = sizeof(stack) };
 	struct sfu_frame frames[16];

@@ -255,8 +255,8 @@ static void *encode_sframe(uint64_t addr, size_t *len)
 	};
 	struct sfu_sframe_func func = { .start = SFRAME_FUNC, .size = 0x100, .rows = &row,
 					.num_rows = 1 };
-	struct sfu_sframe_enc_opts opts = { .version = 2, .abi = SFU_SFRAME_ABI_AMD64_LE,
-					    .cfa_fixed_ra_offset = -8, .addr = addr };
+	SFU_OPTS(sfu_sframe_enc_opts, opts, .version = 2, .abi = SFU_SFRAME_ABI_AMD64_LE,
+		 .cfa_fixed_ra_offset = -8, .addr = addr);
 	struct sfu_diag diag = { 0 };
 	void *buf = NULL;
 
@@ -420,7 +420,7 @@ static void test_entry_routine(void **state)
 		0xf4,				/* hlt */
 	};
 	const uint64_t bias = 0x7f0000000000ull, entry = 0x1100, call_end = entry + 0x21;
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64);
 	uint8_t text[0x1000] = { 0 }, stack[64] = { 0 };
 	struct sfu_snapshot snap = { .base = 0x7ffd0000, .data = stack, .size = sizeof(stack) };
 	struct sfu_diag diag = { 0 };

@@ -644,7 +644,7 @@ static size_t unwind_alone(const struct captured *c, uint64_t *addrs, size_t max
 {
 	struct sfu_cache *cache = sfu_cache__new();
 	struct sfu_addrspace *as;
-	struct sfu_unwind_opts opts = { .arch = TEST_ARCH };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = TEST_ARCH);
 	struct sfu_snapshot snap = { c->h.sp, c->stack, c->h.ustack_len };
 	struct sfu_regs regs = { .pc = c->h.pc, .sp = c->h.sp, .fp = c->h.fp };
 	struct sfu_frame frames[64];

@@ -475,14 +475,14 @@ static void test_round_trip(void **state)
 		if (!(c->versions & variant))
 			continue;
 		for (int be = 0; be <= 1; be++) {
-			struct sfu_sframe_enc_opts o = {
+			SFU_OPTS(sfu_sframe_enc_opts, o,
 				.abi = c->abi,
 				.big_endian = be,
 				.flags = c->flags,
 				.cfa_fixed_fp_offset = c->fixed_fp,
 				.cfa_fixed_ra_offset = c->fixed_ra,
-				.addr = c->abi == ABI_S390X ? 0xff0000 : 0x400000,
-			};
+				.addr = c->abi == ABI_S390X ? 0xff0000 : 0x400000
+			);
 			char what[96];
 			void *buf;
 			size_t len;
@@ -765,12 +765,12 @@ static void test_random_round_trips(void **state)
 			if (!(abis[a].versions & variant))
 				continue;
 			for (int iter = 0; iter < 12; iter++) {
-				struct sfu_sframe_enc_opts o = {
+				SFU_OPTS(sfu_sframe_enc_opts, o,
 					.abi = abis[a].abi,
 					.big_endian = iter & 1,
 					.cfa_fixed_ra_offset = abis[a].fixed_ra,
-					.addr = 0x400000,
-				};
+					.addr = 0x400000
+				);
 				char what[96];
 				void *buf;
 				size_t len;
@@ -824,8 +824,8 @@ static void test_bytes_v1_amd64(void **state)
 		ROW(0, 0, L_SP(8), L_AT(-8), L_SAME),
 	};
 	const struct sfu_sframe_func funcs[] = { FUNC(0x1120, 0x10, f1), FUNC(0x1100, 0x20, f0) };
-	const struct sfu_sframe_enc_opts o = { .version = 1, .abi = ABI_AMD64,
-					       .cfa_fixed_ra_offset = -8, .addr = 0x1000 };
+	SFU_OPTS(sfu_sframe_enc_opts, o, .version = 1, .abi = ABI_AMD64,
+		 .cfa_fixed_ra_offset = -8, .addr = 0x1000);
 	void *buf;
 	size_t len;
 
@@ -857,8 +857,8 @@ static void test_bytes_v2_aarch64_be(void **state)
 	const struct sfu_sframe_func funcs[] = {
 		{ .start = 0x10100, .size = 0x40, .pauth_key = 1, .rows = f0, .num_rows = 2 },
 	};
-	const struct sfu_sframe_enc_opts o = { .version = 2, .abi = ABI_A64_BE, .big_endian = true,
-					       .pcrel = true, .addr = 0x10000 };
+	SFU_OPTS(sfu_sframe_enc_opts, o, .version = 2, .abi = ABI_A64_BE, .big_endian = true,
+		 .pcrel = true, .addr = 0x10000);
 	void *buf;
 	size_t len;
 
@@ -886,8 +886,8 @@ static void test_bytes_v3_amd64(void **state)
 	const struct sfu_sframe_func funcs[] = {
 		{ .start = 0x40, .size = 0x10, .signal_frame = true, .rows = f0, .num_rows = 1 },
 	};
-	const struct sfu_sframe_enc_opts o = { .version = 3, .abi = ABI_AMD64,
-					       .cfa_fixed_ra_offset = -8 };
+	SFU_OPTS(sfu_sframe_enc_opts, o, .version = 3, .abi = ABI_AMD64,
+		 .cfa_fixed_ra_offset = -8);
 	void *buf;
 	size_t len;
 
@@ -1034,6 +1034,7 @@ static void test_reject(void **state)
 		size_t len = 12345;
 		int err;
 
+		o.sz = sizeof(o);	/* its padding is zero, as SFU_OPTS() makes it */
 		o.big_endian = be;
 		err = sfu_sframe_encode(&o, &c->func, 1, &buf, &len, &diag);
 		if (!err && c->or_exact) {
@@ -1068,6 +1069,7 @@ static void test_v3_row_limit(void **state)
 	size_t len = 0;
 
 	(void)state;
+	o.sz = sizeof(o);
 	assert_non_null(rows);
 	for (size_t k = 0; k < n; k++)
 		rows[k] = (struct sfu_row)ROW((uint32_t)k * 2, 0, L_SP(8), L_AT(-8), L_SAME);

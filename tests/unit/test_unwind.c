@@ -2,6 +2,7 @@
 /* Unwinder tests on synthetic stacks whose true frames are known by construction. */
 #include <elf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +60,7 @@ struct world {
 static struct sfu_module *make_module_v(uint8_t abi, uint8_t version,
 					const struct sfu_sframe_func *funcs, size_t n)
 {
-	struct sfu_sframe_enc_opts o = { .version = version, .abi = abi, .addr = 0x5000 };
+	SFU_OPTS(sfu_sframe_enc_opts, o, .version = version, .abi = abi, .addr = 0x5000);
 	struct sfu_segment seg = { .vaddr = TEXT_VADDR, .memsz = TEXT_SIZE, .offset = TEXT_VADDR,
 				   .filesz = TEXT_SIZE, .flags = PF_R | PF_X };
 	struct sfu_diag diag = { 0 };
@@ -151,7 +152,7 @@ static void build_x86_chain(struct world *w, struct sfu_regs *regs, uint64_t *wa
 
 static void test_x86_chain(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1);
 	struct sfu_frame frames[16];
 	struct world w;
 	struct sfu_regs regs;
@@ -201,7 +202,7 @@ static void test_x86_chain(void **state)
 
 static void test_x86_step_matches_unwind(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64);
 	struct sfu_step step;
 	struct world w;
 	struct sfu_regs regs;
@@ -232,7 +233,7 @@ static void test_x86_step_matches_unwind(void **state)
  */
 static void test_fp_only(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .fp_only = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .fp_only = 1);
 	struct sfu_frame frames[16];
 	struct sfu_step step;
 	struct world w;
@@ -264,7 +265,7 @@ static void test_fp_only(void **state)
 /* A pc no table covers: frame pointers take over, and the frame says so. */
 static void test_fp_fallback(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64);
 	struct sfu_frame frames[16];
 	struct sfu_regs regs;
 	struct world w;
@@ -308,7 +309,7 @@ static void test_fp_fallback(void **state)
 /* A saved RA that leads back into a frame that does not move the stack. */
 static void test_cfa_not_increasing(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1);
 	static struct sfu_row zero_rows[1];
 	struct sfu_sframe_func funcs[1];
 	struct sfu_frame frames[16];
@@ -336,7 +337,7 @@ static void test_cfa_not_increasing(void **state)
  */
 static void test_aarch64(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1);
 	static struct sfu_row leaf[1], mid[2], root[1];
 	struct sfu_sframe_func funcs[3];
 	struct sfu_frame frames[16];
@@ -390,7 +391,7 @@ static void test_aarch64(void **state)
  */
 static void test_x86_signal_frame(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64, .no_fp_fallback = 1);
 	static struct sfu_row handler[1], tramp[1], intr[1], root[1];
 	struct sfu_sframe_func funcs[4];
 	struct sfu_frame frames[16];
@@ -461,7 +462,7 @@ static void test_x86_signal_frame(void **state)
  */
 static void test_aarch64_signal_frame(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_AARCH64, .no_fp_fallback = 1);
 	static struct sfu_row handler[1], tramp[1], intr[1], root[1];
 	struct sfu_sframe_func funcs[4];
 	struct sfu_frame frames[16];
@@ -512,7 +513,7 @@ static void test_aarch64_signal_frame(void **state)
 /* An unusable row stops the unwind as unusable, though its RA reads as undefined. */
 static void test_unusable_row(void **state)
 {
-	struct sfu_unwind_opts opts = { .arch = SFU_ARCH_X86_64 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = SFU_ARCH_X86_64);
 	static struct sfu_row rows[2];
 	struct sfu_sframe_func funcs[1];
 	struct sfu_regs regs;
@@ -559,6 +560,224 @@ static void test_names(void **state)
 	assert_string_equal(sfu_stop_name(99), "unknown");
 }
 
+/* ---- options from callers built against other headers (SFU_OPTS, sz) ---- */
+
+#define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/*
+ * struct sfu_unwind_opts as the header declared it before fp_only: what a
+ * client built then passes, with sz = sizeof of this.
+ */
+struct opts_before_fp_only {
+	size_t sz;
+	enum sfu_arch arch;
+	int no_fp_fallback;
+	uint64_t pac_mask;
+	struct sfu_unwind_cache *cache;
+};
+
+/* Room for a caller's struct and what lies past it in the caller's memory. */
+union opts_mem {
+	struct sfu_unwind_opts opts;
+	uint64_t align;
+	unsigned char bytes[sizeof(struct sfu_unwind_opts) + 32];
+};
+
+/* sfu_unwind() on the x86 chain with @opts: @return the stop, the frame count in *@n. */
+static int unwind_chain(const struct sfu_unwind_opts *opts, size_t *n)
+{
+	struct sfu_frame frames[16];
+	struct world w;
+	struct sfu_regs regs;
+	uint64_t want[8];
+	size_t nwant;
+	int stop;
+
+	world_init(&w, x86_module());
+	build_x86_chain(&w, &regs, want, &nwant);
+	*n = 99;
+	stop = sfu_unwind(w.as, opts, &regs, sfu_snapshot_read, &w.snap, frames, 16, n);
+	if (stop == SFU_STOP_OUTERMOST) {
+		assert_int_equal(*n, nwant);
+		for (size_t i = 0; i < nwant; i++)
+			assert_int_equal(frames[i].addr, want[i]);
+	}
+	sfu_addrspace__free(w.as);
+	return stop;
+}
+
+/* sfu_unwind_step() from the chain's first frame with @opts: @return 0 or the stop. */
+static int step_chain(const struct sfu_unwind_opts *opts, struct sfu_step *step)
+{
+	struct world w;
+	struct sfu_regs regs;
+	uint64_t want[8];
+	size_t nwant;
+	int stop;
+
+	world_init(&w, x86_module());
+	build_x86_chain(&w, &regs, want, &nwant);
+	stop = sfu_unwind_step(w.as, opts, &regs, 1, sfu_snapshot_read, &w.snap, step);
+	sfu_addrspace__free(w.as);
+	return stop;
+}
+
+/*
+ * A client built before fp_only: its struct ends before the field, and its
+ * memory past sz is anything (all ones here, which as fp_only would walk
+ * frame pointers only and lose mid and fpbased). The library must read
+ * fp_only as 0 and walk the tables, honouring the fields the client set.
+ */
+static void test_opts_older_caller(void **state)
+{
+	struct opts_before_fp_only old = { .sz = sizeof(old), .arch = SFU_ARCH_X86_64,
+					   .no_fp_fallback = 1 };
+	const size_t cuts[] = { sizeof(old), END_OF(struct opts_before_fp_only, arch),
+				sizeof(size_t) };
+	union opts_mem mem;
+	struct sfu_step step;
+	size_t n;
+
+	(void)state;
+	assert_true(sizeof(old) <= offsetof(struct sfu_unwind_opts, fp_only));
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		memset(mem.bytes, 0xff, sizeof(mem.bytes));
+		old.sz = cuts[i];
+		memcpy(mem.bytes, &old, cuts[i]);
+		assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_OUTERMOST);
+		assert_int_equal(step_chain(&mem.opts, &step), 0);
+		assert_int_equal(step.source, SFU_SRC_SFRAME);
+		assert_int_equal(step.regs.pc, rt(F_MID + 0x10));
+	}
+	/* the same bytes read whole (sz of today's struct) are fp_only: proof the cut mattered */
+	memset(mem.bytes, 0, sizeof(mem.bytes));
+	memcpy(mem.bytes, &old, sizeof(old));
+	mem.opts.sz = sizeof(mem.opts);
+	mem.opts.fp_only = -1;
+	assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_NO_INFO);
+	assert_int_equal(n, 2);
+}
+
+/*
+ * A client built against a newer header: a larger sz is fine while every
+ * byte this library does not know is zero, the fields it knows still apply;
+ * one nonzero byte there asks for something it cannot do: -EINVAL, no frame.
+ */
+static void test_opts_newer_caller(void **state)
+{
+	const size_t known = END_OF(struct sfu_unwind_opts, fp_only);
+	/* a field past fp_only set: right after it (today's tail padding), and the last byte */
+	const size_t at[] = { known, sizeof(union opts_mem) - 1 };
+	union opts_mem mem;
+	struct sfu_step step;
+	size_t n;
+
+	(void)state;
+	memset(mem.bytes, 0, sizeof(mem.bytes));
+	mem.opts.sz = sizeof(mem.bytes);
+	mem.opts.arch = SFU_ARCH_X86_64;
+	assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_OUTERMOST);
+	mem.opts.fp_only = 1;
+	assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_NO_INFO);
+	assert_int_equal(n, 2);
+	mem.opts.fp_only = 0;
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		mem.bytes[at[i]] = 1;
+		assert_int_equal(unwind_chain(&mem.opts, &n), -EINVAL);
+		assert_int_equal(n, 0);
+		assert_int_equal(step_chain(&mem.opts, &step), -EINVAL);
+		mem.bytes[at[i]] = 0;
+	}
+	/* nonzero bytes past sz are not the caller's: not looked at */
+	mem.opts.sz = known;
+	mem.bytes[sizeof(mem.bytes) - 1] = 1;
+	assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_OUTERMOST);
+}
+
+/* sz too small to hold sz itself (a struct zeroed without SFU_OPTS()): -EINVAL. */
+static void test_opts_bad_size(void **state)
+{
+	const size_t sizes[] = { 0, 1, sizeof(size_t) - 1 };
+	union opts_mem mem;
+	struct sfu_step step;
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(mem.bytes, 0, sizeof(mem.bytes));
+		mem.opts.sz = sizes[i];
+		assert_int_equal(unwind_chain(&mem.opts, &n), -EINVAL);
+		assert_int_equal(n, 0);
+		assert_int_equal(step_chain(&mem.opts, &step), -EINVAL);
+	}
+	/* sz alone: every field takes its default */
+	mem.opts.sz = sizeof(size_t);
+	assert_int_equal(unwind_chain(&mem.opts, &n), SFU_STOP_OUTERMOST);
+}
+
+/* NULL options are the defaults: x86-64, tables then frame pointers. */
+static void test_opts_null(void **state)
+{
+	SFU_OPTS(sfu_unwind_opts, opts);
+	struct sfu_step with_null, with_defaults;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(opts.sz, sizeof(opts));
+	assert_int_equal(unwind_chain(NULL, &n), SFU_STOP_OUTERMOST);
+	assert_int_equal(step_chain(NULL, &with_null), 0);
+	assert_int_equal(step_chain(&opts, &with_defaults), 0);
+	assert_memory_equal(&with_null.regs, &with_defaults.regs, sizeof(with_null.regs));
+	assert_int_equal(with_null.source, with_defaults.source);
+	assert_int_equal(with_null.kind, with_defaults.kind);
+}
+
+/*
+ * The encoder's options grow the same way: an older struct reads its
+ * missing fields as 0 (addr, here), a newer one's unknown bytes must be 0,
+ * and NULL is -EINVAL (the version has no default).
+ */
+static void test_enc_opts_sizes(void **state)
+{
+	const struct sfu_sframe_func fn = { .start = F_LEAF, .size = 0x100, .rows = leaf_rows,
+					    .num_rows = 2 };
+	const size_t known = END_OF(struct sfu_sframe_enc_opts, addr);
+	SFU_OPTS(sfu_sframe_enc_opts, o, .version = 2, .abi = SFU_SFRAME_ABI_AMD64_LE,
+		 .cfa_fixed_ra_offset = -8);
+	union {
+		struct sfu_sframe_enc_opts opts;
+		unsigned char bytes[sizeof(struct sfu_sframe_enc_opts) + 16];
+	} mem;
+	struct sfu_diag diag = { 0 };
+	void *want, *got;
+	size_t want_len, got_len;
+
+	(void)state;
+	init_x86_rows();
+	assert_int_equal(sfu_sframe_encode(&o, &fn, 1, &want, &want_len, &diag), 0);
+	/* a struct that ends before addr, with garbage where addr would be */
+	memset(mem.bytes, 0xff, sizeof(mem.bytes));
+	memcpy(mem.bytes, &o, offsetof(struct sfu_sframe_enc_opts, addr));
+	mem.opts.sz = offsetof(struct sfu_sframe_enc_opts, addr);
+	assert_int_equal(sfu_sframe_encode(&mem.opts, &fn, 1, &got, &got_len, &diag), 0);
+	assert_bytes_equal(got, got_len, want, want_len);
+	free(got);
+	/* a larger one, zero past what the library knows */
+	memset(mem.bytes, 0, sizeof(mem.bytes));
+	memcpy(mem.bytes, &o, sizeof(o));
+	mem.opts.sz = sizeof(mem.bytes);
+	assert_int_equal(sfu_sframe_encode(&mem.opts, &fn, 1, &got, &got_len, &diag), 0);
+	assert_bytes_equal(got, got_len, want, want_len);
+	free(got);
+	mem.bytes[known] = 1;
+	assert_int_equal(sfu_sframe_encode(&mem.opts, &fn, 1, &got, &got_len, &diag), -EINVAL);
+	assert_int_equal(diag.err, -EINVAL);
+	mem.opts.sz = 0;
+	assert_int_equal(sfu_sframe_encode(&mem.opts, &fn, 1, &got, &got_len, NULL), -EINVAL);
+	assert_int_equal(sfu_sframe_encode(NULL, &fn, 1, &got, &got_len, NULL), -EINVAL);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +792,11 @@ int main(void)
 		cmocka_unit_test(test_unusable_row),
 		cmocka_unit_test(test_snapshot_read_bounds),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_opts_older_caller),
+		cmocka_unit_test(test_opts_newer_caller),
+		cmocka_unit_test(test_opts_bad_size),
+		cmocka_unit_test(test_opts_null),
+		cmocka_unit_test(test_enc_opts_sizes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

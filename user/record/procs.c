@@ -237,7 +237,7 @@ struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struc
 	p->wlock = wlock;
 	p->cache = cache;
 	p->cut.max_frames = max_depth;
-	p->opts.arch = arch;
+	SFU_OPTS_RESET(&p->opts, .arch = arch);
 	p->copy_lim = (struct copy_limits){ MIN_USTACK_BYTES, MAX_USTACK_BYTES, STACK_CHUNK };
 	p->copy_start = 16384;
 	p->opts.cache = sfu_unwind_cache__new();

@@ -14,15 +14,18 @@
  * How a stack too long to keep is cut: with max_frames (0: no limit), it
  * keeps its innermost max_frames - min(16, max_frames / 2) frames and its
  * outermost min(16, max_frames / 2), with an `omit` of the rest between
- * them, as sfu_cbf_encode_stack() does; the leaf end says where the time
- * went, the root end which thread it was.
+ * them; the leaf end says where the time went, the root end which thread it
+ * was. sfu_cbf_encode_stack() makes the cut and writes the bytes, except for
+ * a stack with a signal frame in it (see stack_enc__frames()).
  */
 struct stack_cut {
 	size_t max_frames;
 };
 
 struct stack_enc {
-	struct sfu_cbf_frame *frames;	/* the encoder's input, reused */
+	uint64_t *addrs;		/* sfu_cbf_encode_stack()'s input, reused */
+	size_t addrs_cap;
+	struct sfu_cbf_frame *frames;	/* sfu_cbf_encode_frames()'s: stacks with a signal frame */
 	size_t cap;
 	uint8_t *buf;			/* the bytes of the last stack */
 	size_t buf_cap;
@@ -31,7 +34,9 @@ struct stack_enc {
 /**
  * stack_enc__frames() - encode @n unwound frames, innermost first, each a
  * pc or a return address as its kind says (a frame below a signal frame is
- * a pc), ending in `trunc` when @truncated.
+ * a pc), ending in `trunc` when @truncated. The bytes are
+ * sfu_cbf_encode_stack()'s; a stack with a pc past frame 0, which that cannot
+ * write, gets the same cut by sfu_cbf_encode_frames().
  * @return 0 with the bytes in *@out, *@len (valid until the next call), or
  * a negative errno (-ENOMEM, -ERANGE).
  */
@@ -41,7 +46,7 @@ int stack_enc__frames(struct stack_enc *e, const struct sfu_frame *frames, size_
 
 /**
  * stack_enc__addrs() - the same for bare addresses (a kernel stack): the
- * first is a pc, the others return addresses.
+ * first is a pc, the others return addresses; sfu_cbf_encode_stack() itself.
  */
 int stack_enc__addrs(struct stack_enc *e, const uint64_t *addrs, size_t n,
 		     const struct stack_cut *cut, bool truncated, const uint8_t **out, size_t *len);

@@ -85,12 +85,12 @@ static struct sfu_sframe *derived_as_v1(const char *path, const struct sfu_sfram
 {
 	size_t n = 0, count = sfu_sframe__fde_count(sf), size = 0;
 	struct sfu_sframe_func *funcs = calloc(count ? count : 1, sizeof(*funcs));
-	struct sfu_sframe_enc_opts opts = {
+	SFU_OPTS(sfu_sframe_enc_opts, opts,
 		.version = 1,
 		.abi = sfu_sframe__header(sf)->abi,
 		.big_endian = sfu_sframe__header(sf)->big_endian,
-		.cfa_fixed_ra_offset = sfu_sframe__header(sf)->cfa_fixed_ra_offset,
-	};
+		.cfa_fixed_ra_offset = sfu_sframe__header(sf)->cfa_fixed_ra_offset
+	);
 	struct sfu_diag diag = { 0 };
 	struct sfu_sframe *v1 = NULL;
 	void *buf = NULL;

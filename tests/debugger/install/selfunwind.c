@@ -63,7 +63,7 @@ static int read_self(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static int print_chain(const struct sfu_regs *regs)
 {
-	struct sfu_unwind_opts opts = { .arch = ARCH, .no_fp_fallback = 1 };
+	SFU_OPTS(sfu_unwind_opts, opts, .arch = ARCH, .no_fp_fallback = 1);
 	struct sfu_frame frames[MAX_FRAMES];
 	struct sfu_addrspace *as;
 	struct sfu_diag diag = { 0 };
