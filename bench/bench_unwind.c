@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "capture.h"
+#include "util/clock.h"
 #include "unwinder.h"
 
 #define SNAPS_PER_DEPTH 4
@@ -38,14 +39,6 @@ static int check(const struct unwinder *u, const struct bench_snapshot *s, unsig
 		}
 	}
 	return 0;
-}
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 /* @return the frames unwound; @short_unwinds counts the unwinds that fell short of main. */
@@ -97,9 +90,9 @@ static int measure(const struct unwinder *u, const struct bench_snapshot *snaps,
 	for (;;) {
 		uint64_t ignored = 0;
 
-		t0 = now_ns();
+		t0 = (double)clock_mono_ns();
 		run_batch(u, snaps, nsnaps, batch, &ignored);
-		if (now_ns() - t0 >= BATCH_NS)
+		if ((double)clock_mono_ns() - t0 >= BATCH_NS)
 			break;
 		batch *= 2;
 	}
@@ -107,9 +100,9 @@ static int measure(const struct unwinder *u, const struct bench_snapshot *snaps,
 	if (!t->ns_per_frame)
 		return -ENOMEM;
 	while (elapsed < seconds * 1e9) {
-		t0 = now_ns();
+		t0 = (double)clock_mono_ns();
 		frames = run_batch(u, snaps, nsnaps, batch, &t->short_unwinds);
-		dt = now_ns() - t0;
+		dt = (double)clock_mono_ns() - t0;
 		elapsed += dt;
 		if (!frames)
 			return -ENODATA;

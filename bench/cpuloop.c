@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+
 #define ROUNDS		8	/* passes of the innermost function per iteration */
 #define BLOCK_WORDS	64	/* a 512-byte block on the stack of each level */
 
@@ -83,19 +85,6 @@ static __attribute__((noinline)) uint64_t level1(uint64_t seed)
 	return level2(seed) + level2(~seed);
 }
 
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static uint64_t now_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -149,13 +138,13 @@ static int window(struct worker *w, int nthreads, double seconds, uint64_t *n, d
 
 	if (!r)
 		return -ENOMEM;
-	t0 = now_ns();
+	t0 = clock_mono_ns();
 	for (int i = 0; i < nthreads; i++)
 		read_worker(&w[i], &r[i][0]);
 	sleep_s(seconds);
 	for (int i = 0; i < nthreads; i++)
 		read_worker(&w[i], &r[i][1]);
-	t1 = now_ns();
+	t1 = clock_mono_ns();
 	*secs = (t1 - t0) / 1e9;
 	*n = 0;
 	*oncpu = *speed = 0;

@@ -16,14 +16,15 @@
 #include "capture.h"
 #include "record/pipeline.h"
 #include "record/procs.h"
+#include "record/recorder.h"
 #include "snapshot.h"
 
 #define DEPTH_MAX	200	/* the deepest chain of ours */
 #define VARIANTS	16	/* snapshots per depth: 4 innermost functions x 4 qsort positions */
 #define EXPECT_MAX	(DEPTH_MAX + 4)
 #define REF_MAX		1024	/* frames of the reference unwind */
-#define KEPT_FRAMES	128	/* frames a stack keeps, as sfprof record (MAX_DEPTH) */
-#define COPY_START	65536	/* sfprof record's default --stack-size, sized per thread */
+#define KEPT_FRAMES	RECORDER_MAX_DEPTH	/* frames a stack keeps, as sfprof record */
+#define COPY_START	RECORDER_STACK_START	/* sfprof record's first copy, sized per thread */
 #define PERIOD_NS	1001001	/* samples 999 Hz apart, as sfprof record's default */
 #define TICK_EVERY	8192	/* samples between two profile_writer__tick(), about once a second */
 #define TARGET		200000	/* samples per second per core the record path must sustain */

@@ -45,34 +45,7 @@ void print_replaced(const struct session *s);
 /** @return the name of the command running ("report"), for messages: "sfprof report: ...". */
 const char *sfprof_command(void);
 
-/*
- * Print what a reader met in @path: truncation, damage (stderr). @return
- * whether the file is damaged: a command shows what it could read, then
- * exits with status 1. A file cut short is not damaged: a recording that
- * did not finish leaves one.
- */
-bool profile_print_notices(const char *path, const struct profile_status *st);
-
-/* Where symbols come from: the options report, script and export share. */
-enum { OPT_SYM_DEBUG_DIR = 0x1000, OPT_SYM_NO_DEBUGINFOD, OPT_SYM_KALLSYMS, OPT_SYM_BUILDID_DIR,
-       OPT_SYM_NO_INLINE, OPT_SYM_PYTHON_ONLY };
-
-#define SYM_OPTIONS \
-	{ "debug-file-directory", required_argument, NULL, OPT_SYM_DEBUG_DIR }, \
-	{ "no-debuginfod", no_argument, NULL, OPT_SYM_NO_DEBUGINFOD }, \
-	{ "kallsyms", required_argument, NULL, OPT_SYM_KALLSYMS }, \
-	{ "buildid-dir", required_argument, NULL, OPT_SYM_BUILDID_DIR }, \
-	{ "no-inline", no_argument, NULL, OPT_SYM_NO_INLINE }, \
-	{ "python-only", no_argument, NULL, OPT_SYM_PYTHON_ONLY }
-
-struct symbolizer_opts;
-
-/**
- * sym_option() - take getopt's @c if it is one of SYM_OPTIONS.
- * @dirs: room for argc entries; --debug-file-directory appends to it and
- *        points @o->debug_dirs at it.
- * @return whether @c was one of them.
- */
-bool sym_option(int c, const char *arg, struct symbolizer_opts *o, const char **dirs);
+/* The command-line helpers shared by the commands that read profiles. */
+#include "cli/cli.h"
 
 #endif

@@ -674,20 +674,42 @@ def case_python(ctx):
     rcv = [Receiver(free_port(), ctx.path('received')), Receiver(free_port(), ctx.path('py-only'))]
     for r in rcv:
         r.start()
+    script_labels = {'exe': label_clean(exe), 'script': label_clean(script)}
+    module_labels = {'exe': label_clean(exe), 'module': 'agent_chain'}
+
+    def windows(pushes, name, labels):
+        """How many payloads of service @name with exactly @labels (and host)."""
+        n = 0
+        for meta, _ in pushes:
+            try:
+                got, lab = service_labels(meta)
+            except Failure:
+                continue
+            n += got == name and {k: v for k, v in lab.items() if k != 'host'} == labels
+        return n
+
     agents = []
     try:
-        # spinning until stopped (30 s at most if the test dies): the script, the module
-        ctx.spawn([python, '-u', script, '30'], stdout=subprocess.DEVNULL)
-        ctx.spawn([python, '-B', '-m', 'agent_chain', '30'], cwd=ctx.work,
+        # spinning until stopped (120 s at most if the test dies): the script, the module
+        ctx.spawn([python, '-u', script, '120'], stdout=subprocess.DEVNULL)
+        ctx.spawn([python, '-B', '-m', 'agent_chain', '120'], cwd=ctx.work,
                   stdout=subprocess.DEVNULL)
         # the two agents at once: the same processes, the same seconds
         for i, extra in enumerate(([], ['--python-only'])):
             errf = open(ctx.path(f'agent{i}.err'), 'w+')
             agents.append((ctx.spawn([ctx.sfprof, 'agent', '--push',
                                       f'http://127.0.0.1:{rcv[i].port}', '--spool-dir',
-                                      ctx.path(f'spool{i}'), '--window', '2', '-d', '4', '-F',
+                                      ctx.path(f'spool{i}'), '--window', '2', '-F',
                                       '99', '--max-memory', '128M', '--group-by', 'exe',
                                       *extra], stderr=errf), errf))
+        # until each receiver holds two windows of each service (a busy machine starts
+        # the agents and the interpreters late), bounded
+        wait_for('two windows of each Python service at each receiver',
+                 lambda: all(windows(r.pushes(), 'agent_chain.py', script_labels) >= 2 and
+                             windows(r.pushes(), 'agent_chain', module_labels) >= 2
+                             for r in rcv), 90, agents[0][0])
+        for a, errf in agents:
+            a.send_signal(signal.SIGTERM)
         for a, errf in agents:
             a.wait(timeout=60)
             errf.seek(0)
@@ -702,8 +724,6 @@ def case_python(ctx):
             errf.close()
     runs = [r.pushes() for r in rcv]
     log('services: ' + ', '.join(sorted({service(m) for m, _ in runs[0]})))
-    script_labels = {'exe': label_clean(exe), 'script': label_clean(script)}
-    module_labels = {'exe': label_clean(exe), 'module': 'agent_chain'}
 
     def of(pushes, name, labels):
         """The payloads of service @name whose labels hold @labels, and nothing more

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* sfprof agent: the whole system sampled until stopped, cut into windows, each a whole profile, kept and/or pushed. */
-#include <bpf/libbpf.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
@@ -17,16 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buildid/buildid_keeper.h"
-#include "buildid/buildid_record.h"
 #include "cmds.h"
 #include "outdir.h"
 #include "push.h"
-#include "record/lost.h"
-#include "record/pipeline.h"
-#include "record/python.h"
-#include "record/sampler.h"
+#include "record/recorder.h"
 #include "record/sizes.h"
+#include "util/clock.h"
 #include "util/text.h"
 
 /*
@@ -39,8 +34,6 @@
 #define DEFAULT_WINDOW		10
 /* Windows a cached binary is kept from eviction after its last use (symbolized by then) */
 #define AGENT_KEEP_WINDOWS	6
-#define DEFAULT_STACK		65536
-#define MAX_DEPTH		128
 /* See usage: what a month of running needs, not what a burst of recording wants. */
 #define DEFAULT_MAX_MEMORY	(48ull << 20)
 #define MIN_MAX_MEMORY		(16ull << 20)
@@ -147,10 +140,7 @@ struct agent {
 	struct utsname uts;
 	char win_dir[4096];		/* where windows are written: the output or spool's windows dir */
 	int dirfd;			/* that directory, reopened on SIGHUP */
-	struct sampler *sampler;
-	struct pipeline *pipeline;
-	pthread_mutex_t wlock;
-	struct buildid_keeper *buildid;
+	struct recorder *rec;
 	struct pusher *pusher;
 	uint64_t clock_offset;		/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns, at start */
 	/* the current window */
@@ -160,7 +150,6 @@ struct agent {
 	uint64_t from, until;		/* Unix seconds */
 	uint64_t cut_mono;		/* until, on CLOCK_MONOTONIC */
 	/* totals */
-	uint64_t lost_written;
 	uint64_t windows, samples, failed_windows, lost_total;
 	uint64_t empty_windows;		/* written with no sample: no payload to push */
 	uint64_t largest_window;	/* bytes: what the next one is given room for */
@@ -170,14 +159,6 @@ struct agent {
 	bool made_win_dir, made_spool_dir;	/* removed if the agent fails to start */
 	int err;			/* stops the agent, unless the disk is full (start_over) */
 };
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* The first line of a secret's file: said as an error if it cannot be read or is open to others. */
 static char *read_secret(const char *path, const char *opt)
@@ -471,8 +452,8 @@ static struct profile_writer *open_window(struct agent *a, uint64_t from, int *d
 {
 	struct profile_diag diag = { "" };
 	struct profile_meta meta = {
-		.flags = PROFILE_F_SYSTEM_WIDE, .created_ns = now_ns(CLOCK_REALTIME),
-		.freq_hz = a->freq, .stack_size = DEFAULT_STACK,
+		.flags = PROFILE_F_SYSTEM_WIDE, .created_ns = clock_real_ns(),
+		.freq_hz = a->freq, .stack_size = RECORDER_STACK_START,
 		.clock_offset_ns = a->clock_offset, .host = a->uts.nodename,
 		.release = a->uts.release, .machine = a->uts.machine, .cmdline = "sfprof agent",
 	};
@@ -501,12 +482,6 @@ static struct profile_writer *open_window(struct agent *a, uint64_t from, int *d
 static uint64_t window_end(const struct agent *a, uint64_t t)
 {
 	return (t / a->window + 1) * a->window;
-}
-
-/* Into the current window: the samples lost since the last window. @return 0 or -errno. */
-static int write_lost(struct agent *a)
-{
-	return record_write_lost(a->sampler, a->pipeline, a->w, &a->wlock, &a->lost_written);
 }
 
 /*
@@ -547,7 +522,7 @@ static void finish_window(struct agent *a, struct profile_writer *w, int dirfd, 
 	a->samples += samples;
 	window_name(path, sizeof(path), a->win_dir, from, until);
 	if (a->output_dir)
-		outdir_retain(a->win_dir, &a->keep, now_ns(CLOCK_REALTIME) / 1000000000ull);
+		outdir_retain(a->win_dir, &a->keep, clock_real_ns() / 1000000000ull);
 	if (a->pusher && pusher__window(a->pusher, path, from, until, a->output_dir != NULL))
 		fprintf(stderr, "sfprof agent: %s: out of memory: not pushed\n", path);
 }
@@ -564,7 +539,8 @@ static void cut(struct agent *a, uint64_t t)
 	int old_dirfd = a->w_dirfd, nw_dirfd, err;
 	char old_tmp[sizeof(a->w_tmp)], nw_tmp[sizeof(a->w_tmp)];
 
-	if ((err = write_lost(a))) {
+	/* into the window ending: the samples lost since the last window */
+	if ((err = recorder__write_lost(a->rec))) {
 		a->err = err;
 		return;
 	}
@@ -574,7 +550,7 @@ static void cut(struct agent *a, uint64_t t)
 		return;
 	}
 	/* every item queued before now is handled into the old window first */
-	err = pipeline__cut(a->pipeline, nw);
+	err = recorder__cut(a->rec, nw);
 	memcpy(old_tmp, a->w_tmp, sizeof(old_tmp));
 	a->w = nw;
 	a->w_dirfd = nw_dirfd;
@@ -595,46 +571,13 @@ static uint64_t unix_secs(const struct agent *a, uint64_t mono)
 	return (mono + a->clock_offset) / 1000000000ull;
 }
 
-static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
-		      const uint8_t *ustack)
-{
-	struct agent *a = ctx;
-
-	/* the ring hands samples over in time order: the first past the end cuts */
-	if (h->time_ns >= a->cut_mono && !a->err)
-		cut(a, unix_secs(a, h->time_ns));
-	pipeline__sample(a->pipeline, h, kstack, ustack);
-}
-
-static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
+/* Before each sample and task event: the ring hands them over in time order, the first past the end cuts. */
+static void on_item(void *ctx, uint64_t time)
 {
 	struct agent *a = ctx;
 
 	if (time >= a->cut_mono && !a->err)
 		cut(a, unix_secs(a, time));
-	pipeline__task_event(a->pipeline, e, time);
-	if (e->type == PERF_RECORD_EXIT && e->size >= sizeof(*e) + 16) {
-		uint32_t tid;
-
-		memcpy(&tid, (const uint8_t *)(e + 1) + 8, sizeof(tid));
-		sampler__forget_thread(a->sampler, tid);
-	}
-}
-
-static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
-{
-	struct agent *a = ctx;
-
-	return sampler__set_stack_size(a->sampler, tid, bytes);
-}
-
-static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
-{
-	(void)ctx;
-	(void)pid;
-	(void)comm;
-	(void)why;
-	/* an agent runs for months over every process: what one process hides is not news */
 }
 
 /* SIGHUP: the directory windows go to is opened again, made again if it was moved away. */
@@ -703,47 +646,6 @@ static void make_room(struct agent *a, bool one)
 	}
 }
 
-/* The unwinding threads, writing into a->w. @return 0 or -errno (said). */
-static int start_pipeline(struct agent *a)
-{
-	struct pipeline_opts popts = {
-		.workers = a->workers, .queue_bytes = a->max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
-		.max_depth = MAX_DEPTH, .copy_start = DEFAULT_STACK, .copy_adaptive = true,
-		.module_bytes = a->max_memory / 4, .prepare = true,
-	};
-	int err;
-
-	profile_writer__set_stack_bound(a->w, a->max_memory / 16);
-	a->pipeline = pipeline__new(a->w, &a->wlock, &popts);
-	if (!a->pipeline) {
-		err = -errno;
-		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
-			strerror(errno));
-		return err ? err : -ENOMEM;
-	}
-	pipeline__set_warn(a->pipeline, on_warn, a);
-	pipeline__set_resize(a->pipeline, on_resize, a);
-	{
-		struct python_map_ops pyops;
-
-		/* the Python frames of the interpreters the agent's processes run */
-		if (!sampler__python_ops(a->sampler, &pyops) &&
-		    (err = pipeline__set_python(a->pipeline, &pyops))) {
-			fprintf(stderr, "sfprof agent: Python frames: %s\n", strerror(-err));
-			return err;
-		}
-	}
-	if (a->buildid) {
-		pipeline__set_module_hook(a->pipeline, buildid_record__module, a->buildid);
-		pipeline__set_map_hook(a->pipeline, buildid_record__map, a->buildid);
-	}
-	pipeline__scan_all(a->pipeline);
-	if ((err = pipeline__start(a->pipeline)))
-		fprintf(stderr, "sfprof agent: cannot start the unwinding threads: %s\n",
-			strerror(-err));
-	return err;
-}
-
 static bool disk_full(int err)
 {
 	return err == -ENOSPC || err == -EDQUOT;
@@ -758,9 +660,7 @@ static bool disk_full(int err)
  */
 static int start_over(struct agent *a)
 {
-	pipeline__finish(a->pipeline);
-	pipeline__free(a->pipeline);
-	a->pipeline = NULL;
+	recorder__end_threads(a->rec, true);
 	profile_writer__discard(a->w);
 	unlinkat(a->w_dirfd, a->w_tmp, 0);
 	close(a->w_dirfd);
@@ -775,61 +675,56 @@ static int start_over(struct agent *a)
 	a->w = open_window(a, a->from, &a->w_dirfd, a->w_tmp, sizeof(a->w_tmp));
 	if (!a->w)
 		return -ENOSPC;
-	return start_pipeline(a);
+	return recorder__restart(a->rec, a->w);
 }
 
-static int run(struct agent *a)
+/* An error that is not a full disk stops the agent (a full disk starts over). */
+static bool stopped(void *ctx)
 {
-	uint64_t start = now_ns(CLOCK_MONOTONIC), last = start;
-	uint64_t deadline = a->duration ? start + (uint64_t)(a->duration * 1e9) : UINT64_MAX;
-	int err = 0;
+	struct agent *a = ctx;
 
-	while (!stop_signal && (!a->err || disk_full(a->err))) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+	return stop_signal || (a->err && !disk_full(a->err));
+}
 
-		if (now >= deadline)
-			break;
-		err = sampler__poll(a->sampler, 100);
-		pipeline__kick(a->pipeline);	/* the round's task events, at once */
-		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
-			return err;
-		}
-		err = pipeline__error(a->pipeline);
-		if (!err && disk_full(a->err))
-			err = a->err;
-		if (disk_full(err) && !(err = start_over(a)))
-			continue;
-		if (err) {
-			fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n", strerror(-err));
-			return err;
-		}
-		now = now_ns(CLOCK_MONOTONIC);
-		/* an idle system still gets its windows, once late samples had their chance */
-		if (now >= a->cut_mono + CUT_GRACE_NS && !a->err)
-			cut(a, unix_secs(a, now - CUT_GRACE_NS));
-		if (hup_signal) {
-			hup_signal = 0;
-			reopen(a);
-		}
-		if (now - last >= 1000000000ull) {
-			/* what processes long gone held: months of churn cost no memory */
-			pipeline__trim(a->pipeline, NULL);
-			make_room(a, false);
-			pthread_mutex_lock(&a->wlock);
-			err = profile_writer__tick(a->w);
-			pthread_mutex_unlock(&a->wlock);
-			if (disk_full(err))
-				err = start_over(a);
-			if (err) {
-				fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n",
-					strerror(-err));
-				return err;
-			}
-			last = now;
-		}
+static void read_failed(void *ctx, int err)
+{
+	(void)ctx;
+	fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
+}
+
+/* @err writing (0: none), or a window that could not be cut: a full disk starts over. */
+static int check(void *ctx, int err)
+{
+	struct agent *a = ctx;
+
+	if (!err && disk_full(a->err))
+		err = a->err;
+	if (disk_full(err) && !(err = start_over(a)))
+		return RECORDER_AGAIN;
+	if (err)
+		fprintf(stderr, "sfprof agent: writing a window: %s: stopped\n", strerror(-err));
+	return err;
+}
+
+static int each_round(void *ctx, uint64_t now)
+{
+	struct agent *a = ctx;
+
+	/* an idle system still gets its windows, once late samples had their chance */
+	if (now >= a->cut_mono + CUT_GRACE_NS && !a->err)
+		cut(a, unix_secs(a, now - CUT_GRACE_NS));
+	if (hup_signal) {
+		hup_signal = 0;
+		reopen(a);
 	}
-	return a->err;
+	return 0;
+}
+
+static int each_second(void *ctx, uint64_t now)
+{
+	(void)now;
+	make_room(ctx, false);
+	return 0;
 }
 
 static long rss_kib(const char *field)
@@ -869,22 +764,23 @@ static void unmake_dirs(struct agent *a)
 
 static void summary(struct agent *a, double secs, const struct push_stats *st)
 {
-	struct pipeline_stats ps;
+	struct recorder_stats rs;
+	const struct pipeline_stats *ps = &rs.pipeline;
 
-	pipeline__stats(a->pipeline, &ps);
+	recorder__stats(a->rec, &rs);
 	fprintf(stderr, "sfprof agent: %.1f s, %" PRIu64 " windows written (%" PRIu64 " not), %"
 		PRIu64 " samples in them, %" PRIu64 " lost (%" PRIu64 " at the unwinders' queue "
 		"bound); %" PRIu64 " processes with samples; RSS peak %ld KiB\n",
-		secs, a->windows, a->failed_windows, a->samples, a->lost_written, ps.dropped,
-		ps.procs.processes, rss_kib("VmHWM:"));
+		secs, a->windows, a->failed_windows, a->samples, rs.lost_written, ps->dropped,
+		ps->procs.processes, rss_kib("VmHWM:"));
 	if (a->dropped_full || a->lost_full)
 		fprintf(stderr, "sfprof agent: the disk full: %" PRIu64 " windows kept were deleted "
 			"to make room, %" PRIu64 " lost as they were written\n", a->dropped_full,
 			a->lost_full);
-	if (ps.modules_refused)
+	if (ps->modules_refused)
 		fprintf(stderr, "sfprof agent: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
-			"alone\n", ps.modules_refused, (double)(a->max_memory / 4) / 1048576.0);
+			"alone\n", ps->modules_refused, (double)rs.budget.modules / 1048576.0);
 	if (!a->push.url)
 		return;
 	fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows made into %" PRIu64 " payloads, %"
@@ -913,11 +809,13 @@ int cmd_agent(int argc, char **argv)
 		.push = { .spool_dir = DEFAULT_SPOOL_DIR, .spool_bytes = DEFAULT_SPOOL_BYTES,
 			  .flush_secs = 5, .max_backoff_secs = 60, .push_timeout_secs = 30,
 			  .group_by = GROUP_CONTAINER },
-		.wlock = PTHREAD_MUTEX_INITIALIZER,
 	};
-	struct sampler_cbs cbs = { on_sample, on_task_event };
-	struct sampler_opts sopts;
-	int ncpus;
+	struct recorder_hooks hooks = {
+		.item = on_item, .stopped = stopped, .read_failed = read_failed, .check = check,
+		.round = each_round, .second = each_second,
+	};
+	struct recorder_opts ropts;
+	enum recorder_step step;
 	struct sigaction sa;
 	struct push_stats pst = { 0 };
 	char msg[512];
@@ -940,12 +838,23 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	/* first what needs privileges: an agent that cannot sample leaves no directory behind */
-	ncpus = libbpf_num_possible_cpus();
-	sopts = (struct sampler_opts){ .freq_hz = a.freq, .stack_size = DEFAULT_STACK,
-				       .ring_bytes = rate_ring_bytes(a.max_memory, a.freq,
-								       ncpus > 0 ? ncpus : 256) };
-	a.sampler = sampler__new(&sopts, &cbs, &a, msg, sizeof(msg));
-	if (!a.sampler) {
+	ropts = (struct recorder_opts){
+		.name = "agent",
+		.sampler = { .freq_hz = a.freq, .stack_size = RECORDER_STACK_START },
+		.max_memory = a.max_memory, .ring_by_rate = true, .workers = a.workers,
+		.copy_adaptive = true, .prepare = true, .python = true,
+		/*
+		 * The binaries of a window's samples stay until it is symbolized
+		 * and pushed (a few windows); past that the cache is evicted by
+		 * last use, this agent's entries with the rest, so that months of
+		 * new binaries keep being kept at its bound.
+		 */
+		.buildid = !a.no_buildid_cache, .buildid_bytes = a.buildid_bytes,
+		.buildid_protect_s = AGENT_KEEP_WINDOWS * (uint64_t)a.window + 60,
+		.all = true, .duration = a.duration,
+	};
+	a.rec = recorder__new(&ropts, &hooks, &a, msg, sizeof(msg));
+	if (!a.rec) {
 		fprintf(stderr, "sfprof agent: %s\n", msg);
 		goto out;
 	}
@@ -965,68 +874,54 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	if (a.output_dir)
 		outdir_clean_tmp(a.win_dir);
-	a.clock_offset = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC);
-	now = now_ns(CLOCK_REALTIME) / 1000000000ull;
+	a.clock_offset = clock_real_ns() - clock_mono_ns();
+	now = clock_real_ns() / 1000000000ull;
 	a.from = now;
 	a.until = window_end(&a, now);
 	a.cut_mono = a.until * 1000000000ull - a.clock_offset;
 	a.w = open_window(&a, a.from, &a.w_dirfd, a.w_tmp, sizeof(a.w_tmp));
 	if (!a.w)
 		goto out;
-	/*
-	 * The binaries of a window's samples stay until it is symbolized and
-	 * pushed (a few windows); past that the cache is evicted by last use,
-	 * this agent's entries with the rest, so that months of new binaries
-	 * keep being kept at its bound.
-	 */
-	if (!a.no_buildid_cache &&
-	    !(a.buildid = buildid_record__start("agent", a.buildid_bytes,
-						AGENT_KEEP_WINDOWS * (uint64_t)a.window + 60)))
-		goto discard;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_hup;
 	sigaction(SIGHUP, &sa, NULL);
-	if (start_pipeline(&a))
+	/* the build-ID keeper, the unwinding threads writing into a.w, then sampling */
+	if (recorder__prepare(a.rec, a.w) || recorder__start(a.rec))
 		goto discard;
-	if (sampler__start(a.sampler, msg, sizeof(msg))) {
-		fprintf(stderr, "sfprof agent: %s\n", msg);
-		goto discard;
-	}
 	fprintf(stderr, "sfprof agent: sampling every process at %u Hz, %u s windows%s%s%s%s\n",
 		a.freq, a.window, a.output_dir ? " into " : "", a.output_dir ? a.output_dir : "",
 		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "");
-	t0 = now_ns(CLOCK_MONOTONIC);
-	err = run(&a);
+	t0 = clock_mono_ns();
+	err = recorder__run(a.rec);
+	if (!err)
+		err = a.err;
 	/* the flush's time starts at the signal: a push under way is cut at --flush-timeout */
 	pusher__begin_stop(a.pusher);
 	/* stopping: the current window is flushed whole, up to now */
-	pipeline__wait_for_room(a.pipeline);
-	if (!err && (err = sampler__drain(a.sampler)))
+	err = recorder__drain(a.rec, err, &step);
+	if (step == RECORDER_READING)
 		fprintf(stderr, "sfprof agent: reading samples: %s\n", strerror(-err));
-	if (pipeline__finish(a.pipeline) && !err)
-		err = pipeline__error(a.pipeline);
-	if (!err)
-		err = write_lost(&a);
-	now = now_ns(CLOCK_REALTIME);
+	now = clock_real_ns();
 	/* the last window ends at the next whole second: windows tile whole seconds */
 	now = (now + 999999999ull) / 1000000000ull;
-	finish_window(&a, a.w, a.w_dirfd, a.w_tmp, a.from, now > a.from ? now : a.from + 1);
+	/* none after a full disk that left no room for a new one (said) */
+	if (a.w)
+		finish_window(&a, a.w, a.w_dirfd, a.w_tmp, a.from, now > a.from ? now : a.from + 1);
 	a.w = NULL;
-	secs = (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	secs = (clock_mono_ns() - t0) / 1e9;
 	/* what went and what stays is said after the last push */
 	pusher__stop(a.pusher, &pst);
 	a.pusher = NULL;
 	summary(&a, secs, &pst);
-	if (a.buildid)
-		buildid_record__finish(a.buildid, "agent", stderr);
+	recorder__finish_keeper(a.rec, stderr);
 	ret = err ? 1 : 0;
 	goto out;
 discard:
-	pipeline__free(a.pipeline);
-	a.pipeline = NULL;
+	/* no thread may write to it any more */
+	recorder__end_threads(a.rec, false);
 	if (a.w) {
 		profile_writer__discard(a.w);
 		unlinkat(a.w_dirfd, a.w_tmp, 0);
@@ -1034,9 +929,7 @@ discard:
 		a.w = NULL;
 	}
 out:
-	pipeline__free(a.pipeline);
-	sampler__free(a.sampler);
-	buildid_keeper__free(a.buildid);
+	recorder__free(a.rec);
 	pusher__stop(a.pusher, NULL);
 	if (ret)
 		unmake_dirs(&a);

@@ -20,6 +20,7 @@
 #include "push.h"
 #include "report/export.h"
 #include "report/symbolize.h"
+#include "util/clock.h"
 #include "util/hmap.h"
 #include "util/vec.h"
 
@@ -102,14 +103,6 @@ struct pusher {
 };
 
 #define SYM_IDLE_WINDOWS 1
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int push_spool_windows_dir(const char *spool_dir, char *buf, size_t cap)
 {
@@ -418,7 +411,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
 	    isdigit((unsigned char)sp[2]) && isdigit((unsigned char)sp[3])) {
 		p->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
 		if (p->status >= 200 && p->status < 300 && !p->got_2xx)
-			p->got_2xx = mono_ns();
+			p->got_2xx = clock_mono_ns();
 	}
 	return len;
 }
@@ -462,7 +455,7 @@ static long post(struct pusher *p, const char *query, const uint8_t *body, size_
 
 		if (curl_multi_perform(p->multi, &running) || !running)
 			break;
-		now = mono_ns();
+		now = clock_mono_ns();
 		deadline = __atomic_load_n(&p->deadline, __ATOMIC_RELAXED);
 		if (deadline && now >= deadline) {
 			p->aborted = true;
@@ -501,10 +494,10 @@ static uint64_t backoff_at(const struct pusher *p, unsigned tries)
 	if (secs > p->o.max_backoff_secs)
 		secs = p->o.max_backoff_secs;
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)mono_ns();
+		r = (uint32_t)clock_mono_ns();
 	/* many agents restarted by one outage must not come back in step */
 	secs *= 0.5 + 0.5 * (r / 4294967296.0);
-	return mono_ns() + (uint64_t)(secs * 1e9);
+	return clock_mono_ns() + (uint64_t)(secs * 1e9);
 }
 
 /*
@@ -580,7 +573,7 @@ static void push_one(struct pusher *p, size_t i)
  */
 static uint64_t push_due(struct pusher *p)
 {
-	uint64_t now = mono_ns(), next = UINT64_MAX;
+	uint64_t now = clock_mono_ns(), next = UINT64_MAX;
 	size_t first = SIZE_MAX;
 
 	for (size_t i = 0; i < p->nspool; i++) {
@@ -698,7 +691,7 @@ static int convert(struct pusher *p, const struct window *w)
 		if (!has[i])
 			continue;
 		if (__atomic_load_n(&p->deadline, __ATOMIC_RELAXED) &&
-		    mono_ns() >= __atomic_load_n(&p->deadline, __ATOMIC_RELAXED)) {
+		    clock_mono_ns() >= __atomic_load_n(&p->deadline, __ATOMIC_RELAXED)) {
 			err = -ECANCELED;	/* stopping: the window is converted at the next start */
 			break;
 		}
@@ -783,7 +776,7 @@ static void *run(void *arg)
 
 		p->st.spooled = p->nspool;
 		p->st.spooled_bytes = p->disk;
-		if (p->deadline && mono_ns() >= p->deadline)
+		if (p->deadline && clock_mono_ns() >= p->deadline)
 			break;	/* what is left stays, for the next start */
 		/*
 		 * One window converted, then whatever is due pushed: when converting
@@ -797,7 +790,7 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		next = push_due(p);
 		pthread_mutex_lock(&p->lock);
-		if (!next || p->nqueue || (p->deadline && mono_ns() >= p->deadline))
+		if (!next || p->nqueue || (p->deadline && clock_mono_ns() >= p->deadline))
 			continue;
 		if (p->stopping && next >= p->deadline)
 			break;
@@ -996,7 +989,7 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	pthread_cond_init(&p->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	if (getrandom(&p->run_id, sizeof(p->run_id), GRND_NONBLOCK) != sizeof(p->run_id))
-		p->run_id = (uint32_t)mono_ns() ^ (uint32_t)getpid();
+		p->run_id = (uint32_t)clock_mono_ns() ^ (uint32_t)getpid();
 	/* the ingest endpoint: a URL naming only the server gets Pyroscope's path */
 	path = strstr(opts->url, "://");
 	path = path ? strchr(path + 3, '/') : NULL;
@@ -1129,7 +1122,7 @@ void pusher__begin_stop(struct pusher *p)
 
 	if (!p)
 		return;
-	deadline = mono_ns() + (uint64_t)(p->o.flush_secs * 1e9);
+	deadline = clock_mono_ns() + (uint64_t)(p->o.flush_secs * 1e9);
 	pthread_mutex_lock(&p->lock);
 	if (!p->deadline)
 		__atomic_store_n(&p->deadline, deadline ? deadline : 1, __ATOMIC_RELAXED);

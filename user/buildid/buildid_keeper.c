@@ -14,7 +14,9 @@
 
 #include "buildid.h"
 #include "buildid_keeper.h"
+#include "util/clock.h"
 #include "util/hmap.h"
+#include "util/mapfile.h"
 #include "util/vec.h"
 
 /* Files held open and waiting at once: past it an offer is dropped and counted. */
@@ -83,14 +85,6 @@ struct buildid_keeper {
 	bool scanned;
 	uint64_t held;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* Keep the first error, in words. */
 static int fail(struct buildid_keeper *k, int err, const char *what, const char *path)
@@ -173,30 +167,45 @@ fail:
 	return NULL;
 }
 
+struct module_places {
+	uint32_t pid;
+	const char *map_path, *module_path;
+	int fd;
+	bool module_tried;
+};
+
+/*
+ * The places of mapfile__each(), with the path record opened the module by
+ * (checked there by build ID: another process's, maybe alive) before the
+ * mapping's path here (maybe replaced since).
+ */
+static int try_place(void *ctx, enum mapfile_via via, const char *place)
+{
+	struct module_places *mp = ctx;
+
+	if (via == MAPFILE_HERE && mp->module_path && mp->module_path[0] == '/') {
+		/* a /proc/PID/map_files link, maybe: followed */
+		mp->module_tried = true;
+		mp->fd = mapfile__open_path(mp->module_path, 1);
+		if (mp->fd >= 0)
+			return 1;
+	}
+	mp->fd = mapfile__open_place(mp->pid, via, place, mp->map_path);
+	return mp->fd >= 0;
+}
+
 /* Open the first of the places that holds the file. @return the fd, or -1. */
 static int open_module(uint32_t pid, uint64_t start, uint64_t end, const char *map_path,
 		       const char *module_path)
 {
-	char path[4200];
-	int fd;
+	struct module_places mp = { pid, map_path, module_path, -1, false };
 
-	/* the mapped file itself: held even when deleted, or in another mount namespace */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)start, (unsigned long long)end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0)
-		return fd;
-	if (map_path && map_path[0] == '/') {
-		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, map_path);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0)
-			return fd;
-	}
-	if (module_path && module_path[0] == '/')
-		fd = open(module_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 && map_path && map_path[0] == '/')
-		fd = open(map_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	return fd;
+	if (mapfile__each(pid, start, end, map_path, try_place, &mp) > 0)
+		return mp.fd;
+	/* a mapping of no file ([vdso]): the module's own, the memfd of its image */
+	if (!mp.module_tried && module_path && module_path[0] == '/')
+		return (mp.fd = mapfile__open_path(module_path, 1)) >= 0 ? mp.fd : -1;
+	return -1;
 }
 
 /*
@@ -289,7 +298,7 @@ void buildid_keeper__hold(struct buildid_keeper *k, const uint8_t *id, size_t le
 	h->fd = fd;
 	h->len = len;
 	memcpy(h->id, id, len);
-	h->at = now_ns();
+	h->at = clock_mono_ns();
 	k->nholds++;
 	pthread_mutex_unlock(&k->lock);
 	if (oldest >= 0)
@@ -315,7 +324,7 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 			   uint64_t start, uint64_t end, const char *map_path,
 			   const char *module_path)
 {
-	uint64_t t0 = now_ns(), *seen, took;
+	uint64_t t0 = clock_mono_ns(), *seen, took;
 	struct job *job;
 	bool held;
 	int fd;
@@ -357,21 +366,13 @@ void buildid_keeper__offer(struct buildid_keeper *k, const uint8_t *id, size_t l
 		k->pending++;
 		pthread_cond_signal(&k->wake);
 	}
-	took = now_ns() - t0;
+	took = clock_mono_ns() - t0;
 	if (took > k->st.offer_ns_max)
 		k->st.offer_ns_max = took;
 	pthread_mutex_unlock(&k->lock);
 }
 
 /* --- the keeper's thread --- */
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static uint64_t mtime_ns(const struct stat *st)
 {
@@ -607,7 +608,7 @@ static void drop_entry(struct buildid_keeper *k, struct entry *e, bool removed)
  */
 static bool make_room(struct buildid_keeper *k, uint64_t need)
 {
-	uint64_t now = realtime_ns();
+	uint64_t now = clock_real_ns();
 
 	if (need > k->max_bytes)
 		return false;
@@ -661,7 +662,7 @@ static void touch(struct buildid_keeper *k, const uint8_t *id, size_t len, const
 	struct entry *e = find_entry(k, id, len, false);
 
 	if (e)
-		e->used = e->mine = realtime_ns();
+		e->used = e->mine = clock_real_ns();
 	mark_used(path, st);
 }
 
@@ -684,7 +685,7 @@ static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t 
 {
 	char dir[4300], tmp[4400], self[64];
 	const char *slash = strrchr(dest, '/');
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 	off_t in_off = 0;
 	bool named = false;
 	int out, err = 0;
@@ -738,7 +739,7 @@ static int copy_to(struct buildid_keeper *k, int fd, const char *dest, uint64_t 
 	if (named)
 		unlink(tmp);
 	close(out);
-	k->st.copy_ns += now_ns() - t0;
+	k->st.copy_ns += clock_mono_ns() - t0;
 	return err;
 }
 
@@ -817,7 +818,7 @@ static void keep(struct buildid_keeper *k, struct job *job)
 		st.st_nlink++;
 		mark_used(dest, &st);
 	}
-	if (add_entry(k, job->id, job->len, false, &st, realtime_ns()))
+	if (add_entry(k, job->id, job->len, false, &st, clock_real_ns()))
 		fail(k, -ENOMEM, "remembering", dest);
 }
 
@@ -829,7 +830,7 @@ static void *keeper_main(void *arg)
 	for (;;) {
 		struct job *job = k->head;
 		int fds[HOLD_MAX];
-		size_t n = expire_holds(k, now_ns(), fds);
+		size_t n = expire_holds(k, clock_mono_ns(), fds);
 
 		if (n) {
 			pthread_mutex_unlock(&k->lock);

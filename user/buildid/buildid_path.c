@@ -36,6 +36,19 @@ size_t buildid_hex(char *out, size_t cap, const uint8_t *id, size_t len)
 	return n;
 }
 
+void buildid_fput(FILE *f, const uint8_t *id, size_t len)
+{
+	char hex[2 * BUILDID_MAX + 1];
+
+	/* in pieces: a build ID a user wrote (symbolizer markup) has no bound */
+	for (size_t i = 0; i < len; i += BUILDID_MAX) {
+		size_t n = len - i < BUILDID_MAX ? len - i : BUILDID_MAX;
+
+		buildid_hex(hex, sizeof(hex), id + i, n);
+		fputs(hex, f);
+	}
+}
+
 int buildid_path(char *out, size_t cap, const char *dir, const uint8_t *id, size_t len,
 		 const char *suffix)
 {

@@ -18,6 +18,7 @@
 #include "profile/profile.h"
 #include "sfunwind/cbf.h"
 #include "sfunwind/module.h"
+#include "util/clock.h"
 #include "xray.h"
 #include "xray_stacks.h"
 
@@ -111,14 +112,6 @@ struct import {
 	size_t cbf_cap;
 	uint64_t samples;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 /* A file that is gone when closed, in the directory of @output (which has to have room anyway). */
 static FILE *open_spill(const char *output)
@@ -517,7 +510,7 @@ static int write_profile(struct import *im, bool failed, struct profile_diag *di
 	uint64_t span0 = xray_ticks_to_ns(st0->last_tsc - st0->first_tsc, t0->freq);
 	struct profile_meta meta = {
 		.flags = PROFILE_F_WALL_NS,
-		.created_ns = now_ns(),
+		.created_ns = clock_real_ns(),
 		.cmdline = im->binary_abs,
 		/* the trace is written when it ends: its file's time dates its end */
 		.clock_offset_ns = t0->mtime_ns > span0 ? t0->mtime_ns - span0 : 0,

@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "util/hmap.h"
+#include "util/clock.h"
 #include "profile.h"
 #include "profile_internal.h"
 #include "util/vec.h"
@@ -54,14 +55,6 @@ struct profile_writer {
 	struct hmap *py_frames;	/* flags, line, qualname, NUL, file -> id, from 1 */
 	uint32_t py_count;	/* Python frame ids given */
 };
-
-static uint64_t now_coarse(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void set_reason(struct profile_diag *diag, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -228,7 +221,7 @@ static int begin(struct profile_writer *w, size_t room)
 
 	if (w->err)
 		return w->err;
-	now = now_coarse();
+	now = clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (w->block_records &&
 	    (w->block.len + room > PROFILE_BLOCK_BYTES || now - w->block_started >= BLOCK_NS) &&
 	    profile_writer__flush(w))
@@ -774,7 +767,7 @@ int profile_writer__sample(struct profile_writer *w, const struct profile_sample
 
 int profile_writer__tick(struct profile_writer *w)
 {
-	if (w->block_records && now_coarse() - w->block_started >= BLOCK_NS)
+	if (w->block_records && clock_ns(CLOCK_MONOTONIC_COARSE) - w->block_started >= BLOCK_NS)
 		return profile_writer__flush(w);
 	return w->err;
 }

@@ -15,25 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buildid/buildid_record.h"
+#include "buildid/buildid_keeper.h"
 #include "cmds.h"
 #include "events.h"
 #include "flight.h"
-#include "lost.h"
-#include "pipeline.h"
 #include "python.h"
-#include "rt_budget.h"
-#include "sampler.h"
+#include "recorder.h"
 #include "sizes.h"
+#include "util/clock.h"
 #include "util/text.h"
 
 #define DEFAULT_FREQ	999
-/* The copy a thread starts with; its own unwinds then size it (--stack-size fixes it instead). */
-#define DEFAULT_STACK	65536
-#define MAX_DEPTH	128	/* frames kept per stack: perf's default max-stack is 127 */
 #define DEFAULT_MAX_MEMORY	(256ull << 20)
 #define MIN_MAX_MEMORY		(64ull << 20)
-#define DEFAULT_MAX_WORKERS	4	/* unwinding threads by default: the CPUs online, at most this */
 #define DEFAULT_OFF_CPU_MIN_NS	1000000ull	/* --off-cpu-thresh: 1 ms */
 
 static const char usage[] =
@@ -166,8 +160,7 @@ struct record {
 	uint64_t max_memory;	/* --max-memory */
 	bool no_buildid_cache;	/* --no-buildid-cache */
 	uint64_t buildid_cache_bytes;	/* --buildid-cache-size */
-	struct buildid_keeper *buildid;
-	unsigned workers;	/* --unwind-threads */
+	unsigned workers;	/* --unwind-threads (0: the recorder's default) */
 	bool no_prepare;	/* --no-prepare */
 	bool all;
 	double duration;
@@ -186,31 +179,18 @@ struct record {
 	uint32_t off_cpu_event;		/* its id in the file */
 	char **command;
 	pid_t child;
+	int child_status;
 	int go_fd;		/* write a byte: the child may exec */
 	int exec_err_fd;	/* the child's errno if exec failed; EOF when it worked */
-	struct pipeline *pipeline;
-	struct profile_writer *w;
-	pthread_mutex_t wlock;	/* w is written by the unwinding threads too */
-	struct sampler *sampler;
-	uint64_t lost_written;
+	struct recorder *rec;
+	struct profile_writer *w;	/* the file's writer (the flight recorder's are its own) */
 	bool tty;
 	double flight_secs;		/* --flight-recorder */
 	struct flight *flight;
 	uint64_t flight_dumps;
 	unsigned rt_pct;		/* --rt-budget */
-	struct rt_budget *reader_rt;	/* the ring reader's, this thread's */
-	struct rt_budget *unwind_rt[PIPELINE_MAX_WORKERS];	/* each its unwinding thread's */
-	/* CLOCK_MONOTONIC: cmd_record() entered, sampling's window [t0, t_end) */
-	uint64_t entered, t0, t_end;
+	uint64_t entered;		/* CLOCK_MONOTONIC: cmd_record() entered */
 };
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int parse_pids(struct record *r, const char *arg)
 {
@@ -593,8 +573,8 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 	uname(u);
 	memset(m, 0, sizeof(*m));
 	m->flags = (r->all ? PROFILE_F_SYSTEM_WIDE : 0) | (r->command ? PROFILE_F_COMMAND : 0);
-	m->created_ns = now_ns(CLOCK_REALTIME);
-	m->clock_offset_ns = m->created_ns - now_ns(CLOCK_MONOTONIC);
+	m->created_ns = clock_real_ns();
+	m->clock_offset_ns = m->created_ns - clock_mono_ns();
 	m->freq_hz = r->period ? 0 : r->freq;	/* -c: by period, each event's record says */
 	m->stack_size = r->stack_size;
 	m->host = u->nodename;
@@ -612,8 +592,6 @@ static void fill_meta(struct record *r, struct profile_meta *m, struct utsname *
 	}
 }
 
-static int write_lost(struct record *r);
-
 /*
  * The flight recorder's slice ends at @t: the threads finish it
  * (pipeline__cut()) and go on in the next. An error stops the recording,
@@ -621,12 +599,11 @@ static int write_lost(struct record *r);
  */
 static int flight_cut(struct record *r, uint64_t t)
 {
-	int err = write_lost(r);
+	int err = recorder__write_lost(r->rec);
 
 	if (!err)
-		err = flight__cut(r->flight, r->pipeline, t);
-	r->w = flight__writer(r->flight);
-	profile_writer__set_stack_bound(r->w, r->max_memory / 16);
+		err = flight__cut(r->flight, recorder__pipeline(r->rec), t);
+	recorder__set_writer(r->rec, flight__writer(r->flight));
 	if (err) {
 		fprintf(stderr, "%ssfprof record: flight recorder: %s: recording stopped\n",
 			r->tty ? "\r\033[K" : "\n", strerror(-err));
@@ -635,55 +612,13 @@ static int flight_cut(struct record *r, uint64_t t)
 	return err;
 }
 
-/* The draining thread only copies: everything slow happens on the unwinding threads. */
-static void on_sample(void *ctx, const struct sample_hdr *h, const uint64_t *kstack,
-		      const uint8_t *ustack)
-{
-	struct record *r = ctx;
-
-	if (r->flight && h->time_ns >= flight__cut_at(r->flight))
-		flight_cut(r, h->time_ns);
-	pipeline__sample(r->pipeline, h, kstack, ustack);
-}
-
-/*
- * From unwinding thread @worker: real-time priority while its queue backs
- * up, within its budget. Its budget is its own: made and used by it alone,
- * read once it has ended.
- */
-static void on_backlog(void *ctx, unsigned worker, bool backlog)
-{
-	struct record *r = ctx;
-	struct rt_budget **rb = &r->unwind_rt[worker];
-
-	if (!*rb && (!backlog || !r->rt_pct ||
-		     !(*rb = rt_budget__new(r->rt_pct, RT_BUDGET_PRIO_UNWIND))))
-		return;
-	rt_budget__tick(*rb, backlog);
-}
-
-/* From an unwinding thread: a map update, safe from any thread. */
-static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
-{
-	struct record *r = ctx;
-
-	return sampler__set_stack_size(r->sampler, tid, bytes);
-}
-
-static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t time)
+/* Before each sample and task event: the flight recorder's slice ends at the first past it. */
+static void on_item(void *ctx, uint64_t time)
 {
 	struct record *r = ctx;
 
 	if (r->flight && time >= flight__cut_at(r->flight))
 		flight_cut(r, time);
-	pipeline__task_event(r->pipeline, e, time);
-	if (e->type == PERF_RECORD_EXIT && !r->stack_fixed && e->size >= sizeof(*e) + 16) {
-		uint32_t tid;
-
-		/* pid, ppid, tid: its size goes with it */
-		memcpy(&tid, (const uint8_t *)(e + 1) + 8, sizeof(tid));
-		sampler__forget_thread(r->sampler, tid);
-	}
 }
 
 static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
@@ -698,43 +633,28 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 	fputc('\n', stderr);
 }
 
-/* Write the lost samples counted since the last call. @return 0 or -errno. */
-static int write_lost(struct record *r)
-{
-	return record_write_lost(r->sampler, r->pipeline, r->w, &r->wlock, &r->lost_written);
-}
-
 /* On a terminal, a line rewritten every second; the summary replaces it at the end. */
-static void progress(struct record *r)
+static void progress(void *ctx)
 {
-	struct pipeline_stats ps;
+	struct record *r = ctx;
+	struct recorder_stats st;
 	uint64_t samples, bytes;
 
 	if (!r->tty)
 		return;
-	pipeline__stats(r->pipeline, &ps);
-	pthread_mutex_lock(&r->wlock);
-	samples = profile_writer__samples(r->w);
-	bytes = profile_writer__bytes(r->w);
-	pthread_mutex_unlock(&r->wlock);
+	recorder__stats(r->rec, &st);
+	recorder__written(r->rec, &samples, &bytes);
 	fprintf(stderr, "\r\033[Ksfprof record: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
-		" processes, %" PRIu64 " bytes written ...", samples, r->lost_written,
-		ps.procs.processes, bytes);
-}
-
-static bool is_recorded(void *ctx, uint32_t pid)
-{
-	struct record *r = ctx;
-
-	return sampler__is_target(r->sampler, pid);
+		" processes, %" PRIu64 " bytes written ...", samples, st.lost_written,
+		st.pipeline.procs.processes, bytes);
 }
 
 /* What --off-cpu recorded and what it could not. */
-static void offcpu_summary(struct record *r)
+static void offcpu_summary(const struct record *r, const struct recorder_stats *st)
 {
-	struct offcpu_stats os;
+	const struct offcpu_stats os = st->offcpu;
 
-	if (sampler__offcpu_stats(r->sampler, &os))
+	if (!st->has_offcpu)
 		return;
 	fprintf(stderr, "sfprof record: off-cpu: %" PRIu64 " blocks recorded; not recorded: %" PRIu64
 		" shorter than %.3f ms (%.3f s in all), %" PRIu64 " ended outside a syscall "
@@ -755,17 +675,17 @@ struct written {
 };
 
 static void summary(struct record *r, double secs, const struct written *wr,
-		    uint64_t stack_resets, int scanned)
+		    uint64_t stack_resets)
 {
 	uint64_t samples = wr->samples;
-	struct pipeline_stats ps;
-	const struct procs_stats *st = &ps.procs;
-	struct sampler_stats ss;
+	struct recorder_stats rs;
+	const struct pipeline_stats *ps = &rs.pipeline;
+	const struct procs_stats *st = &ps->procs;
+	const struct sampler_stats *ss = &rs.sampler;
 	uint64_t bytes = 0;
 	struct stat fst;
 
-	sampler__stats(r->sampler, &ss);
-	pipeline__stats(r->pipeline, &ps);
+	recorder__stats(r->rec, &rs);
 	if (stat(r->output, &fst) == 0)
 		bytes = fst.st_size;
 	fprintf(stderr, "%ssfprof record: %.1f s, %" PRIu64 " samples (%" PRIu64 " lost), %" PRIu64
@@ -773,7 +693,7 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		"%d running at start; %" PRIu64 " bytes in %s (%.1f bytes/sample)\n",
 		r->tty ? "\r\033[K" : "", secs, samples, wr->lost, st->user_stacks,
 		st->user_stacks ? 100.0 * st->complete / st->user_stacks : 0.0, st->processes,
-		scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
+		rs.scanned, bytes, r->output, samples ? (double)bytes / samples : 0.0);
 	if (st->exec_old_image)
 		fprintf(stderr, "sfprof record: %" PRIu64 " samples inside execve had the registers of "
 			"the program it replaced, gone by then: no user stack, shown as "
@@ -787,44 +707,44 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
 		"(%.1f MiB for each of %u threads, %.1f MiB the most queued in one); user stack "
 		"copies: %.0f bytes/sample, %s, %" PRIu64 " stacks cut by the copy's end\n",
-		ss.lost_ring + ss.lost_scratch + ss.malformed, ss.lost_queue, ps.dropped,
-		(double)ps.queue_bytes / 1048576.0, r->workers, ps.queued_peak / 1048576.0,
-		ps.handled ? (double)ps.ustack_bytes / ps.handled : 0.0,
+		ss->lost_ring + ss->lost_scratch + ss->malformed, ss->lost_queue, ps->dropped,
+		(double)ps->queue_bytes / 1048576.0, rs.workers, ps->queued_peak / 1048576.0,
+		ps->handled ? (double)ps->ustack_bytes / ps->handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
 	if (!r->stack_fixed)
-		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps.resized);
-	if (r->workers > 1)
+		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps->resized);
+	if (rs.workers > 1)
 		fprintf(stderr, "sfprof record: %" PRIu64 " samples (%.1f%%) unwound by a thread helping "
-			"their process's own thread\n", ps.helped, ps.handled ? 100.0 * ps.helped / ps.handled : 0.0);
-	if (ps.dropped_events)
+			"their process's own thread\n", ps->helped, ps->handled ? 100.0 * ps->helped / ps->handled : 0.0);
+	if (ps->dropped_events)
 		fprintf(stderr, "sfprof record: %" PRIu64 " task events dropped at their queue bound: some "
-			"processes may lack mappings\n", ps.dropped_events);
+			"processes may lack mappings\n", ps->dropped_events);
 	fprintf(stderr, "sfprof record: files: %" PRIu64 " opened when mapped (of %" PRIu64 " executable "
 		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
-		"%" PRIu64 " samples over %.0f ms\n", ps.prepare.prepared, ps.prepare.asked,
-		ps.prepare.failed, ps.slowest_ns / 1e6, ps.slow, PIPELINE_SLOW_NS / 1e6);
-	if (ps.jit.maps || ps.jit.dumps || ps.jit.code_tables || ps.jit.code_refused)
+		"%" PRIu64 " samples over %.0f ms\n", ps->prepare.prepared, ps->prepare.asked,
+		ps->prepare.failed, ps->slowest_ns / 1e6, ps->slow, PIPELINE_SLOW_NS / 1e6);
+	if (ps->jit.maps || ps->jit.dumps || ps->jit.code_tables || ps->jit.code_refused)
 		fprintf(stderr, "sfprof record: JIT code: %" PRIu64 " perf maps and %" PRIu64 " jitdumps "
 			"read, %" PRIu64 " pieces of code written; rows for %" PRIu64 " from unwinding "
 			"info, %" PRIu64 " from their instructions (%" PRIu64 " could not be read "
 			"exactly) and %" PRIu64 " as copies of those; %" PRIu64 " samples unwound again "
-			"with them\n", ps.jit.maps, ps.jit.dumps, ps.jit.records, ps.jit.eh_tables,
-			ps.jit.code_tables, ps.jit.code_refused, ps.jit.copy_tables, ps.jit.reunwound);
-	if (ps.modules_refused)
+			"with them\n", ps->jit.maps, ps->jit.dumps, ps->jit.records, ps->jit.eh_tables,
+			ps->jit.code_tables, ps->jit.code_refused, ps->jit.copy_tables, ps->jit.reunwound);
+	if (ps->modules_refused)
 		fprintf(stderr, "sfprof record: %" PRIu64 " files not loaded at the unwind tables' bound "
 			"(%.0f MiB, 1/4 of --max-memory): their frames were walked by frame pointers "
-			"alone\n", ps.modules_refused, (double)(r->max_memory / 4) / 1048576.0);
-	if (ps.py_processes || ss.py_faults || ss.py_truncated)
+			"alone\n", ps->modules_refused, (double)rs.budget.modules / 1048576.0);
+	if (ps->py_processes || ss->py_faults || ss->py_truncated)
 		fprintf(stderr, "sfprof record: Python: %" PRIu64 " processes running an interpreter, "
 			"%" PRIu64 " frames named (%" PRIu64 " code objects unreadable, %" PRIu64
 			" gone before they were named); %" PRIu64 " chains cut at %d frames, %"
 			PRIu64 " ended by a read that failed\n",
-			ps.py_processes, ps.py_frames, ps.py_unresolved, ps.py_stale, ss.py_truncated,
-			PY_MAX_FRAMES, ss.py_faults);
+			ps->py_processes, ps->py_frames, ps->py_unresolved, ps->py_stale, ss->py_truncated,
+			PY_MAX_FRAMES, ss->py_faults);
 	if (stack_resets)
 		fprintf(stderr, "sfprof record: the index of stacks written passed its bound %" PRIu64
 			" times: stacks seen again were written again\n", stack_resets);
-	offcpu_summary(r);
+	offcpu_summary(r, &rs);
 }
 
 static bool targets_alive(const struct record *r)
@@ -886,7 +806,7 @@ fail:
 static int flight_dump(struct record *r, uint64_t now)
 {
 	struct profile_diag diag = { "" };
-	uint64_t real = now_ns(CLOCK_REALTIME), samples;
+	uint64_t real = clock_real_ns(), samples;
 	time_t secs = real / 1000000000ull;
 	char stamp[32], *path;
 	struct tm tm;
@@ -912,146 +832,108 @@ static int flight_dump(struct record *r, uint64_t now)
 	return 0;
 }
 
-/*
- * Sample until stopped: Ctrl-C, SIGTERM, --duration, the command's or the
- * -p targets' exit, or an error writing the file (at once: what is written
- * stays whole).
- */
-static int run(struct record *r, int *child_status)
+static bool stopped(void *ctx)
 {
-	uint64_t last_progress = r->t0;
-	uint64_t deadline = r->duration ? r->t0 + (uint64_t)(r->duration * 1e9) : UINT64_MAX;
-	int err = 0;
+	(void)ctx;
+	return stop_signal != 0;
+}
 
-	while (!stop_signal) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		/* wake at the deadline, not after it: a round hands over for 20 ms at most */
-		int timeout = deadline - now < 100000000ull ? (int)((deadline - now + 999999) / 1000000)
-							    : 100;
+static void read_failed(void *ctx, int err)
+{
+	(void)ctx;
+	fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
+}
 
-		if (now >= deadline)
-			break;
-		err = sampler__poll(r->sampler, timeout);
-		rt_budget__tick(r->reader_rt, true);
-		pipeline__kick(r->pipeline);	/* the round's task events, at once */
-		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "\nsfprof record: reading samples: %s\n", strerror(-err));
-			break;
-		}
-		err = pipeline__error(r->pipeline);
-		if (err) {
-			fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
-				r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
-			break;
-		}
-		now = now_ns(CLOCK_MONOTONIC);
-		if (now >= deadline)
-			break;
-		/* an idle recording still moves on: samples have had 100 ms to come */
-		if (r->flight && now >= flight__cut_at(r->flight) + 100000000ull &&
-		    flight_cut(r, now - 100000000ull))
-			break;
-		if (r->flight && dump_signal) {
-			dump_signal = 0;
-			if (flight_dump(r, now))
-				break;
-		}
-		if (hup_signal) {
-			/* a shell's killpg() gave it one already: a second changes nothing for most */
-			if (r->child > 0)
-				kill(r->child, SIGHUP);
-			hup_signal = 0;
-			/* the terminal may be gone: the message may go nowhere, and that is all */
-			fprintf(stderr, "%ssfprof record: SIGHUP: recording goes on%s\n",
-				r->tty ? "\r\033[K" : "\n", r->child > 0 ? " (passed to the command, "
-				"it stops with the command)" : "; Ctrl-C or SIGTERM stops it");
-		}
-		if (r->child > 0 && waitpid(r->child, child_status, WNOHANG) == r->child) {
-			r->child = 0;
-			break;
-		}
-		if (now - last_progress >= 1000000000ull) {
-			if (r->npids && !targets_alive(r))
-				break;	/* as perf record -p does */
-			/* modules of processes long gone: a churn of programs costs no memory */
-			pipeline__trim(r->pipeline, NULL);
-			err = write_lost(r);
-			pthread_mutex_lock(&r->wlock);
-			if (!err)
-				err = profile_writer__tick(r->w);
-			pthread_mutex_unlock(&r->wlock);
-			if (err) {
-				fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
-					r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
-				break;
-			}
-			progress(r);
-			last_progress = now;
-		}
-	}
-	/* sampling ends now, or at the deadline the loop saw late: the BPF side stops at once */
-	r->t_end = now_ns(CLOCK_MONOTONIC);
-	if (r->t_end > deadline)
-		r->t_end = deadline;
-	sampler__set_window(r->sampler, r->t0, r->t_end);
+/* An error writing the file stops recording at once: what is written stays whole. */
+static int check(void *ctx, int err)
+{
+	struct record *r = ctx;
+
+	if (err)
+		fprintf(stderr, "%ssfprof record: writing %s: %s: recording stopped\n",
+			r->tty ? "\r\033[K" : "\n", r->output, strerror(-err));
 	return err;
 }
 
-/* When each step after the sampling window ended (CLOCK_MONOTONIC). */
-struct tail {
-	uint64_t drained;	/* the ring read to its end, the events detached */
-	uint64_t unwound;	/* the unwinding threads through their queues */
-	uint64_t written;	/* the file flushed and closed */
-};
+/* Each round: the flight recorder's idle cut and dumps, SIGHUP, the command's exit. */
+static int each_round(void *ctx, uint64_t now)
+{
+	struct record *r = ctx;
+
+	/* an idle recording still moves on: samples have had 100 ms to come */
+	if (r->flight && now >= flight__cut_at(r->flight) + 100000000ull &&
+	    flight_cut(r, now - 100000000ull))
+		return RECORDER_STOP;
+	if (r->flight && dump_signal) {
+		dump_signal = 0;
+		if (flight_dump(r, now))
+			return RECORDER_STOP;
+	}
+	if (hup_signal) {
+		/* a shell's killpg() gave it one already: a second changes nothing for most */
+		if (r->child > 0)
+			kill(r->child, SIGHUP);
+		hup_signal = 0;
+		/* the terminal may be gone: the message may go nowhere, and that is all */
+		fprintf(stderr, "%ssfprof record: SIGHUP: recording goes on%s\n",
+			r->tty ? "\r\033[K" : "\n", r->child > 0 ? " (passed to the command, "
+			"it stops with the command)" : "; Ctrl-C or SIGTERM stops it");
+	}
+	if (r->child > 0 && waitpid(r->child, &r->child_status, WNOHANG) == r->child) {
+		r->child = 0;
+		return RECORDER_STOP;
+	}
+	return 0;
+}
+
+/* Each second: -p's targets all gone stop the recording, as perf record -p does. */
+static int each_second(void *ctx, uint64_t now)
+{
+	struct record *r = ctx;
+
+	(void)now;
+	return r->npids && !targets_alive(r) ? RECORDER_STOP : 0;
+}
 
 /*
  * What the recording's time went to: its start, the window sampled (on the
  * samples' own clock, CLOCK_MONOTONIC, as script prints them) and the
  * finishing after it, each step of it. The last line: what it says is
- * true of the whole command, up to its exit.
+ * true of the whole command, up to its exit. @written: the file flushed
+ * and closed.
  */
-static void timing(const struct record *r, const struct tail *t)
+static void timing(const struct record *r, const struct recorder_stats *st, uint64_t written)
 {
-	struct rt_budget_stats rs, us, u;
-	struct pipeline_stats ps;
-	uint64_t now;
+	const struct rt_budget_stats *rs = &st->reader_rt, *us = &st->unwind_rt;
+	uint64_t now, joined_at = st->pipeline.joined_at;
 
-	rt_budget__stats(r->reader_rt, &rs);
-	memset(&us, 0, sizeof(us));
-	for (unsigned i = 0; i < PIPELINE_MAX_WORKERS; i++) {
-		rt_budget__stats(r->unwind_rt[i], &u);
-		us.windows += u.windows;
-		us.over += u.over;
-		us.rt_ns += u.rt_ns;
-	}
 	if (!r->rt_pct)
 		fprintf(stderr, "sfprof record: the reader ran at normal priority (--rt-budget 0)\n");
-	else if (rs.refused)
+	else if (rs->refused)
 		fprintf(stderr, "sfprof record: the reader ran at normal priority: real-time "
-			"priority refused (%s%s)\n", strerror(-rs.err),
-			rs.err == -EPERM ? ": it needs CAP_SYS_NICE" : "");
+			"priority refused (%s%s)\n", strerror(-rs->err),
+			rs->err == -EPERM ? ": it needs CAP_SYS_NICE" : "");
 	else
 		fprintf(stderr, "sfprof record: the reader ran at real-time priority (SCHED_FIFO %d), "
 			"each thread for at most %u%% of one CPU per %.0f ms: %.3f s of CPU so, its "
 			"budget used up in %" PRIu64 " of %" PRIu64 " windows; the unwinding threads "
 			"%.3f s so in %" PRIu64 " windows while their queues backed up, used up in %"
 			PRIu64 "\n", RT_BUDGET_PRIO_READER, r->rt_pct, RT_BUDGET_WINDOW_NS / 1e6,
-			rs.rt_ns / 1e9, rs.over, rs.windows, us.rt_ns / 1e9, us.windows, us.over);
-	pipeline__stats(r->pipeline, &ps);
-	if (ps.joined_at < t->drained || ps.joined_at > t->unwound)
-		ps.joined_at = t->unwound;
-	now = now_ns(CLOCK_MONOTONIC);
+			rs->rt_ns / 1e9, rs->over, rs->windows, us->rt_ns / 1e9, us->windows, us->over);
+	if (joined_at < st->drained || joined_at > st->unwound)
+		joined_at = st->unwound;
+	now = clock_mono_ns();
 	fprintf(stderr, "sfprof record: sampled %.3f s, CLOCK_MONOTONIC %llu.%06llu to %llu.%06llu; "
 		"started %.3f s before; finished in %.3f s (the ring drained %.3f s, the unwinding "
 		"threads' backlog %.3f s, the kernel's JIT code named %.3f s, the file written "
 		"%.3f s, the build-ID cache %.3f s)\n",
-		(r->t_end - r->t0) / 1e9, (unsigned long long)(r->t0 / 1000000000ull),
-		(unsigned long long)(r->t0 / 1000 % 1000000),
-		(unsigned long long)(r->t_end / 1000000000ull),
-		(unsigned long long)(r->t_end / 1000 % 1000000), (r->t0 - r->entered) / 1e9,
-		(now - r->t_end) / 1e9, (t->drained - r->t_end) / 1e9,
-		(ps.joined_at - t->drained) / 1e9, (t->unwound - ps.joined_at) / 1e9,
-		(t->written - t->unwound) / 1e9, (now - t->written) / 1e9);
+		(st->t_end - st->t0) / 1e9, (unsigned long long)(st->t0 / 1000000000ull),
+		(unsigned long long)(st->t0 / 1000 % 1000000),
+		(unsigned long long)(st->t_end / 1000000000ull),
+		(unsigned long long)(st->t_end / 1000 % 1000000), (st->t0 - r->entered) / 1e9,
+		(now - st->t_end) / 1e9, (st->drained - st->t_end) / 1e9,
+		(joined_at - st->drained) / 1e9, (st->unwound - joined_at) / 1e9,
+		(written - st->unwound) / 1e9, (now - written) / 1e9);
 }
 
 static int setup_targets(struct record *r)
@@ -1072,24 +954,27 @@ static int setup_targets(struct record *r)
 int cmd_record(int argc, char **argv)
 {
 	struct record r = { .output = "sfprof.data", .freq = DEFAULT_FREQ,
-			    .stack_size = DEFAULT_STACK, .max_memory = DEFAULT_MAX_MEMORY,
+			    .stack_size = RECORDER_STACK_START, .max_memory = DEFAULT_MAX_MEMORY,
 			    .buildid_cache_bytes = BUILDID_KEEPER_DEFAULT_BYTES,
 			    .off_cpu_min_ns = DEFAULT_OFF_CPU_MIN_NS, .rt_pct = RT_BUDGET_DEFAULT_PCT,
-			    .go_fd = -1, .exec_err_fd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER,
-			    .entered = now_ns(CLOCK_MONOTONIC) };
-	struct pipeline_opts popts;
-	struct sampler_cbs cbs = { on_sample, on_task_event };
-	struct sampler_opts sopts;
+			    .go_fd = -1, .exec_err_fd = -1, .entered = clock_mono_ns() };
+	struct recorder_hooks hooks = {
+		.item = on_item, .stopped = stopped, .read_failed = read_failed, .check = check,
+		.round = each_round, .second = each_second, .progress = progress, .warn = on_warn,
+		.lost_each_second = true,
+	};
+	struct recorder_opts ropts;
+	struct recorder_budget budget;
+	struct recorder_stats rs;
+	enum recorder_step step;
 	struct profile_diag diag = { "" };
 	struct profile_meta meta;
 	struct utsname uts;
 	char msg[512], *cmdline = NULL;
-	int ret = 1, err, child_status = 0, scanned = 0;
-	uint64_t stack_resets, protect_s;
-	struct tail tail = { 0 };
+	int ret = 1, err;
+	uint64_t stack_resets, written;
 	struct written wr = { 0 };
 	struct sigaction old_hup;
-	long cpus;
 	double secs;
 
 	argv[0] = "sfprof record";	/* for getopt's messages */
@@ -1103,14 +988,29 @@ int cmd_record(int argc, char **argv)
 	r.tty = isatty(STDERR_FILENO);
 	if (setup_targets(&r))
 		goto out;
+	/*
+	 * Before the file exists: a signal while the sampler loads (seconds
+	 * on a loaded machine) ends the recording at its first round, with
+	 * the file whole, instead of killing sfprof with the file half made.
+	 */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	/* under nohup SIGHUP stays ignored; the command, forked already, has the dispositions sfprof got */
+	if (sigaction(SIGHUP, NULL, &old_hup) == 0 && old_hup.sa_handler != SIG_IGN) {
+		struct sigaction sa = { .sa_handler = on_hup, .sa_flags = SA_RESTART };
 
-	if (!r.workers) {
-		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		r.workers = cpus < 1 ? 1 : cpus > DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : cpus;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGHUP, &sa, NULL);
 	}
+	/* a reader of stderr that went away costs the summary, not the file or the command's wait */
+	signal(SIGPIPE, SIG_IGN);
+	if (r.flight_secs)
+		signal(SIGUSR2, on_usr2);
+
 	fill_meta(&r, &meta, &uts, &cmdline);
+	recorder_budget__split(r.max_memory, 0, &budget);
 	if (r.flight_secs) {
-		r.flight = flight__new(r.flight_secs, r.max_memory / 8, &meta, now_ns(CLOCK_MONOTONIC));
+		r.flight = flight__new(r.flight_secs, budget.flight, &meta, clock_mono_ns());
 		if (!r.flight) {
 			fprintf(stderr, "sfprof record: flight recorder: %s\n", strerror(errno));
 			goto out;
@@ -1126,111 +1026,38 @@ int cmd_record(int argc, char **argv)
 	/* the events' ids go into the BPF side: the file's records come first */
 	if (write_events(&r))
 		goto discard;
-	sopts = (struct sampler_opts){ r.freq, r.stack_size, !r.all, r.command && !r.all,
-				       record_ring_bytes(r.max_memory), r.events.n ? &r.events : NULL,
-				       r.event_ids, r.period, r.ntids > 0, r.off_cpu,
-				       r.off_cpu_min_ns, r.off_cpu_event, r.no_python };
-	r.sampler = sampler__new(&sopts, &cbs, &r, msg, sizeof(msg));
-	if (!r.sampler) {
-		fprintf(stderr, "sfprof record: %s\n", msg);
-		goto discard;
-	}
-	/* a cache that cannot be written is said before sampling starts (after rights: they come first) */
-	/*
-	 * A recording's binaries stay as long as it runs; a flight recorder's,
-	 * which runs for months, while a dump may still hold their samples.
-	 */
-	protect_s = r.flight_secs ? 2 * (uint64_t)r.flight_secs + 60 : BUILDID_KEEPER_PROTECT_ALL;
-	if (!r.no_buildid_cache &&
-	    !(r.buildid = buildid_record__start("record", r.buildid_cache_bytes, protect_s)))
-		goto discard;
-	for (size_t i = 0; i < r.npids; i++)
-		sampler__add_target(r.sampler, r.pids[i]);
-	for (size_t i = 0; i < r.ntids; i++)
-		sampler__add_tid(r.sampler, r.tids[i]);
-	if (r.child > 0)
-		sampler__add_target(r.sampler, r.child);
-	profile_writer__set_stack_bound(r.w, r.max_memory / 16);
-	popts = (struct pipeline_opts){
-		.workers = r.workers, .queue_bytes = r.max_memory * 3 / 8, .arch = SFU_ARCH_HOST,
-		.max_depth = MAX_DEPTH, .copy_start = r.stack_size, .copy_adaptive = !r.stack_fixed,
-		.module_bytes = r.max_memory / 4, .prepare = !r.no_prepare,
-		.fp_only = r.fp_only,
+	ropts = (struct recorder_opts){
+		.name = "record",
+		.sampler = { r.freq, r.stack_size, !r.all, r.command && !r.all, 0,
+			     r.events.n ? &r.events : NULL, r.event_ids, r.period, r.ntids > 0,
+			     r.off_cpu, r.off_cpu_min_ns, r.off_cpu_event, r.no_python },
+		.max_memory = r.max_memory, .workers = r.workers, .copy_adaptive = !r.stack_fixed,
+		.prepare = !r.no_prepare, .fp_only = r.fp_only, .python = !r.no_python,
+		.say_no_python = true,
+		/*
+		 * A recording's binaries stay as long as it runs; a flight
+		 * recorder's, which runs for months, while a dump may still
+		 * hold their samples.
+		 */
+		.buildid = !r.no_buildid_cache, .buildid_bytes = r.buildid_cache_bytes,
+		.buildid_protect_s = r.flight_secs ? 2 * (uint64_t)r.flight_secs + 60 :
+				     BUILDID_KEEPER_PROTECT_ALL,
+		.rt = true, .rt_pct = r.rt_pct,
+		.all = r.all, .pids = r.pids, .npids = r.npids, .tids = r.tids,
+		.tid_pids = r.tid_pids, .ntids = r.ntids, .held = r.child,
+		.exact_window = true, .duration = r.duration,
 	};
-	r.pipeline = pipeline__new(r.w, &r.wlock, &popts);
-	if (!r.pipeline) {
-		fprintf(stderr, "sfprof record: cannot start the unwinding threads: %s\n",
-			strerror(errno));
-		goto discard;
-	}
-	pipeline__set_warn(r.pipeline, on_warn, &r);
-	pipeline__set_resize(r.pipeline, on_resize, &r);
-	pipeline__set_backlog(r.pipeline, on_backlog, &r);
-	pipeline__set_wanted(r.pipeline, is_recorded, &r);
-	if (!r.no_python) {
-		struct python_map_ops pyops;
-
-		if (sampler__python_ops(r.sampler, &pyops))
-			fprintf(stderr, "sfprof record: no Python frames: the kernel has no bpf_loop() "
-				"(5.17)\n");
-		else if (pipeline__set_python(r.pipeline, &pyops)) {
-			fprintf(stderr, "sfprof record: Python frames: %s\n", strerror(ENOMEM));
-			goto discard;
-		}
-	}
-	if (r.buildid) {
-		pipeline__set_module_hook(r.pipeline, buildid_record__module, r.buildid);
-		pipeline__set_map_hook(r.pipeline, buildid_record__map, r.buildid);
-	}
-
-	/* what runs already; new processes arrive as task events */
-	if (r.all)
-		scanned = pipeline__scan_all(r.pipeline);
-	for (size_t i = 0; i < r.npids; i++)
-		if (!pipeline__scan(r.pipeline, r.pids[i]))
-			scanned++;
-	for (size_t i = 0; i < r.ntids; i++)
-		if ((!i || r.tid_pids[i] != r.tid_pids[i - 1]) && !pipeline__scan(r.pipeline, r.tid_pids[i]))
-			scanned++;
-	/* sampled from its exec on, as perf counts a command: before it, it is sfprof */
-	if (r.child > 0 && !pipeline__scan_held(r.pipeline, r.child))
-		scanned++;
-
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	/* under nohup SIGHUP stays ignored; the command, forked already, has the dispositions sfprof got */
-	if (sigaction(SIGHUP, NULL, &old_hup) == 0 && old_hup.sa_handler != SIG_IGN) {
-		struct sigaction sa = { .sa_handler = on_hup, .sa_flags = SA_RESTART };
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGHUP, &sa, NULL);
-	}
-	/* a reader of stderr that went away costs the summary, not the file or the command's wait */
-	signal(SIGPIPE, SIG_IGN);
-	if (r.flight)
-		signal(SIGUSR2, on_usr2);
-	if ((err = pipeline__start(r.pipeline))) {
-		fprintf(stderr, "sfprof record: cannot start the unwinding threads: %s\n",
-			strerror(-err));
-		goto discard;
-	}
-	/* real-time before the first sample: the ring never waits for the programs sampled */
-	if (!(r.reader_rt = rt_budget__new(r.rt_pct, RT_BUDGET_PRIO_READER))) {
-		fprintf(stderr, "sfprof record: %s\n", strerror(errno));
-		goto discard;
-	}
-	rt_budget__tick(r.reader_rt, true);
-	if (sampler__start(r.sampler, msg, sizeof(msg))) {
+	r.rec = recorder__new(&ropts, &hooks, &r, msg, sizeof(msg));
+	if (!r.rec) {
 		fprintf(stderr, "sfprof record: %s\n", msg);
 		goto discard;
 	}
-	/*
-	 * Every CPU attached: sampling starts now, for --duration exactly
-	 * (samples taken while attaching are dropped), and the command after.
-	 */
-	r.t0 = now_ns(CLOCK_MONOTONIC);
-	sampler__set_window(r.sampler, r.t0, r.duration ? r.t0 + (uint64_t)(r.duration * 1e9) :
-							 UINT64_MAX);
+	if (recorder__prepare(r.rec, r.w))
+		goto discard;
+
+	if (recorder__start(r.rec))
+		goto discard;
+	/* the command after every CPU is attached */
 	if (r.child > 0 && (err = start_command(&r))) {
 		fprintf(stderr, "sfprof record: %s: %s\n", r.command[0],
 			err == ENOENT ? "command not found" : strerror(err));
@@ -1243,31 +1070,22 @@ int cmd_record(int argc, char **argv)
 			r.period);
 	else if (r.tty)
 		fprintf(stderr, "sfprof record: recording at %u Hz; Ctrl-C to stop\n", r.freq);
-	err = run(&r, &child_status);
-	/* the duration is the sampling's window: the backlog is handled after it */
-	secs = (r.t_end - r.t0) / 1e9;
-	/* what remains is not urgent: nothing can overflow once the events are detached */
-	rt_budget__tick(r.reader_rt, false);
-	pipeline__wait_for_room(r.pipeline);
-	if (!err && (err = sampler__drain(r.sampler)))
+	err = recorder__run(r.rec);
+	err = recorder__drain(r.rec, err, &step);
+	if (step == RECORDER_READING)
 		fprintf(stderr, "sfprof record: reading samples: %s\n", strerror(-err));
-	tail.drained = now_ns(CLOCK_MONOTONIC);
-	/* the backlog: every sample queued is unwound and written (none after a write error) */
-	if (pipeline__finish(r.pipeline) && !err) {
-		err = pipeline__error(r.pipeline);
+	else if (step == RECORDER_WRITING)
 		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
-	}
-	tail.unwound = now_ns(CLOCK_MONOTONIC);
-	if (!err && (err = write_lost(&r)))
-		fprintf(stderr, "sfprof record: writing %s: %s\n", r.output, strerror(-err));
+	r.w = recorder__writer(r.rec);
 	stack_resets = profile_writer__stack_resets(r.w);
 	if (r.flight) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = clock_mono_ns();
 
 		/* the threads are done: the last slice is closed without them */
 		ret = flight__cut(r.flight, NULL, now) ||
 		      flight__write(r.flight, r.output, now, &wr.samples, &diag) || err ? 1 : 0;
-		wr.lost = r.lost_written;
+		recorder__stats(r.rec, &rs);
+		wr.lost = rs.lost_written;
 		r.w = NULL;
 	} else {
 		/* the last block first: the summary counts what the file holds */
@@ -1276,18 +1094,20 @@ int cmd_record(int argc, char **argv)
 		ret = profile_writer__close(r.w, err != 0, &diag) ? 1 : (err ? 1 : 0);
 		r.w = NULL;
 	}
-	tail.written = now_ns(CLOCK_MONOTONIC);
+	written = clock_mono_ns();
 	if (ret && diag.reason[0])
 		fprintf(stderr, "sfprof record: %s\n", diag.reason);
-	summary(&r, secs, &wr, stack_resets, scanned);
-	if (r.buildid)
-		buildid_record__finish(r.buildid, "record", stderr);
-	timing(&r, &tail);
+	recorder__stats(r.rec, &rs);
+	/* the duration is the sampling's window: the backlog is handled after it */
+	secs = (rs.t_end - rs.t0) / 1e9;
+	summary(&r, secs, &wr, stack_resets);
+	recorder__finish_keeper(r.rec, stderr);
+	recorder__stats(r.rec, &rs);
+	timing(&r, &rs, written);
 	goto out;
 discard:
 	/* no thread may write to it any more */
-	pipeline__free(r.pipeline);
-	r.pipeline = NULL;
+	recorder__end_threads(r.rec, false);
 	if (!r.flight)
 		profile_writer__discard(r.w);
 	r.w = NULL;
@@ -1300,19 +1120,14 @@ out:
 			/* recording stopped first (Ctrl-C, --duration): the command stops too */
 			kill(r.child, stop_signal ? stop_signal : SIGTERM);
 		}
-		waitpid(r.child, &child_status, 0);
+		waitpid(r.child, &r.child_status, 0);
 	}
 	if (r.go_fd >= 0)
 		close(r.go_fd);
 	if (r.exec_err_fd >= 0)
 		close(r.exec_err_fd);
-	pipeline__free(r.pipeline);
+	recorder__free(r.rec);
 	flight__free(r.flight);
-	buildid_keeper__free(r.buildid);
-	sampler__free(r.sampler);
-	rt_budget__free(r.reader_rt);
-	for (unsigned i = 0; i < PIPELINE_MAX_WORKERS; i++)
-		rt_budget__free(r.unwind_rt[i]);
 	free(r.pids);
 	free(r.tids);
 	free(r.tid_pids);

@@ -6,6 +6,7 @@
 #include "pipeline.h"
 #include "profile/profile.h"
 #include "sampler.h"
+#include "util/clock.h"
 
 uint64_t record_lost(struct sampler *s, struct pipeline *pl)
 {
@@ -19,14 +20,12 @@ int record_write_lost(struct sampler *s, struct pipeline *pl, struct profile_wri
 		      pthread_mutex_t *wlock, uint64_t *written)
 {
 	uint64_t lost = record_lost(s, pl);
-	struct timespec ts;
 	int err = 0;
 
 	if (lost > *written) {
 		struct profile_lost rec = { 0, UINT32_MAX, lost - *written };
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		rec.time_ns = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+		rec.time_ns = clock_mono_ns();
 		pthread_mutex_lock(wlock);
 		err = profile_writer__lost(w, &rec);
 		pthread_mutex_unlock(wlock);

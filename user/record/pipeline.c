@@ -15,6 +15,8 @@
 #include "kernel_jit.h"
 #include "pipeline.h"
 #include "python.h"
+#include "util/clock.h"
+#include "util/mapfile.h"
 
 enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };
 
@@ -134,7 +136,6 @@ static size_t item_size(size_t len)
 	return (sizeof(struct item) + len + ITEM_ALIGN - 1) & ~(size_t)(ITEM_ALIGN - 1);
 }
 
-static uint64_t now_ns(void);
 
 /* The BPF programs loaded now, into the window's file; a write error stops the recording. */
 static void write_kernel_jit(struct pipeline *pl)
@@ -145,7 +146,7 @@ static void write_kernel_jit(struct pipeline *pl)
 		return;
 	if (pl->wlock)
 		pthread_mutex_lock(pl->wlock);
-	err = kernel_jit__write(pl->kernel_jit, pl->w, now_ns());
+	err = kernel_jit__write(pl->kernel_jit, pl->w, clock_mono_ns());
 	if (pl->wlock)
 		pthread_mutex_unlock(pl->wlock);
 	pl->kernel_jit_err = err;
@@ -309,24 +310,16 @@ int pipeline__scan_all(struct pipeline *pl)
 	return n;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Unwind @sl's sample into @u with @self's unwinding state. @return the ns it took. */
 static uint64_t unwind_slot(struct procs *self, const struct slot *sl, struct procs_unwound *u)
 {
 	const struct sample_hdr *h = (const struct sample_hdr *)sl->it->data;
 	const uint64_t *kstack = (const uint64_t *)(h + 1);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 
 	procs__unwind(self, sl->pr ? sl->pr->as : NULL, h,
 		      (const uint8_t *)(kstack + h->kstack_depth), u);
-	return now_ns() - t0;
+	return clock_mono_ns() - t0;
 }
 
 /* Take the next slot of @sh's offered batch. @return false when none is left. */
@@ -473,11 +466,11 @@ static void handle_batch(struct shard *sh, unsigned n)
 
 	for (i = 0; i < n; i++) {
 		struct slot *sl = &sh->batch[i];
-		uint64_t t0 = now_ns();
+		uint64_t t0 = clock_mono_ns();
 
 		sl->pr = procs__error(sh->procs) ? NULL :
 			procs__sample_process(sh->procs, (const struct sample_hdr *)sl->it->data);
-		begin_ns[i] = now_ns() - t0;
+		begin_ns[i] = clock_mono_ns() - t0;
 	}
 	if (n >= HELP_MIN && pl->nshards > 1) {
 		offer(sh, n);
@@ -514,14 +507,14 @@ static void handle_batch(struct shard *sh, unsigned n)
 		struct slot *sl = &sh->batch[i];
 		const struct sample_hdr *h = (const struct sample_hdr *)sl->it->data;
 		struct procs_copy_use use;
-		uint64_t t0 = now_ns(), took;
+		uint64_t t0 = clock_mono_ns(), took;
 
 		if (!sl->pr || procs__error(sh->procs))
 			continue;
 		procs__sample_write(sh->procs, sl->pr, h, (const uint64_t *)(h + 1),
 				    (const uint8_t *)((const uint64_t *)(h + 1) + h->kstack_depth),
 				    &sl->u, &use);
-		took = begin_ns[i] + sl->unwind_ns + (now_ns() - t0);
+		took = begin_ns[i] + sl->unwind_ns + (clock_mono_ns() - t0);
 		if (took > PIPELINE_SLOW_NS)
 			sh->slow++;
 		if (took > sh->slowest_ns)
@@ -798,16 +791,14 @@ static const struct perf_event_header *with_build_id(const struct perf_event_hea
 	const struct perf_rec_mmap2 *m = (const struct perf_rec_mmap2 *)e;
 	struct perf_rec_mmap2 *c = (struct perf_rec_mmap2 *)buf;
 	uint8_t id[BUILDID_MAX];
-	char path[96];
 	size_t len;
 	int fd;
 
 	if ((e->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || e->size > cap ||
 	    e->size <= offsetof(struct perf_rec_mmap2, filename) || m->filename[0] != '/')
 		return e;
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", m->pid,
-		 (unsigned long long)m->addr, (unsigned long long)(m->addr + m->len));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* the mapped file alone: a file at its path may have been replaced since */
+	fd = mapfile__open(m->pid, m->addr, m->addr + m->len, NULL);
 	if (fd < 0)
 		return e;
 	len = buildid_read(fd, id);
@@ -877,7 +868,7 @@ int pipeline__cut(struct pipeline *pl, struct profile_writer *w)
 	kernel_jit__new_window(pl->kernel_jit);
 	write_kernel_jit(pl);
 	for (unsigned i = 0; i < pl->nshards; i++) {
-		procs__jit_flush(pl->shards[i].procs, now_ns());
+		procs__jit_flush(pl->shards[i].procs, clock_mono_ns());
 		procs__set_writer(pl->shards[i].procs, w);
 		if (procs__forget_written(pl->shards[i].procs) && !err)
 			err = -ENOMEM;
@@ -926,10 +917,10 @@ static void join(struct pipeline *pl)
 int pipeline__finish(struct pipeline *pl)
 {
 	join(pl);
-	pl->joined_at = now_ns();
+	pl->joined_at = clock_mono_ns();
 	/* maps written at the end of the programs still running are read now */
 	for (unsigned i = 0; i < pl->nshards; i++)
-		procs__jit_flush(pl->shards[i].procs, now_ns());
+		procs__jit_flush(pl->shards[i].procs, clock_mono_ns());
 	write_kernel_jit(pl);
 	return pipeline__error(pl);
 }

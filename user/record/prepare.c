@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "prepare.h"
+#include "util/clock.h"
+#include "util/mapfile.h"
 
 /* Files prepared lately, by a hash of their build ID or path: not asked for again while held. */
 #define RECENT_SLOTS 1024
@@ -47,14 +49,6 @@ struct prepare {
 	uint64_t asked, prepared, skipped, failed;	/* atomic */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* FNV-1a: the key of a file among the recent ones; a collision only prepares a file twice. */
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
@@ -90,20 +84,10 @@ static struct sfu_module *open_request(struct prepare *p, const struct request *
 {
 	const struct sfu_build_id *want = r->build_id.len ? &r->build_id : NULL;
 	struct sfu_module *m;
-	char path[sizeof(r->path) + 64];
 
 	if (want && (m = sfu_cache__find(p->cache, want)))
 		return m;
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", r->pid,
-		 (unsigned long long)r->start, (unsigned long long)r->end);
-	if ((m = sfu_cache__open(p->cache, path, want, NULL)))
-		return m;
-	if (errno == ENOSPC)
-		return NULL;	/* the memory bound: no other path will do better */
-	snprintf(path, sizeof(path), "/proc/%u/root%s", r->pid, r->path);
-	if ((m = sfu_cache__open(p->cache, path, want, NULL)))
-		return m;
-	return sfu_cache__open(p->cache, r->path, want, NULL);
+	return mapfile__module(p->cache, r->pid, r->start, r->end, r->path, want);
 }
 
 static void prepare_one(struct prepare *p, const struct request *r)
@@ -117,8 +101,8 @@ static void prepare_one(struct prepare *p, const struct request *r)
 	/* what the unwinder reads for pcs no .sframe covers: made now, off its threads */
 	if (!sfu_module__sframe(m))
 		sfu_module__eh_frame_table(m);
-	release_held(p, now_ns(), p->nheld == HELD_MAX);
-	p->held[p->nheld++] = (struct held){ m, now_ns() + PREPARE_HOLD_NS };
+	release_held(p, clock_mono_ns(), p->nheld == HELD_MAX);
+	p->held[p->nheld++] = (struct held){ m, clock_mono_ns() + PREPARE_HOLD_NS };
 	count(&p->prepared);
 }
 
@@ -136,7 +120,7 @@ static void *run(void *arg)
 			until.tv_sec += 1;
 			pthread_cond_timedwait(&p->wake, &p->lock, &until);
 			pthread_mutex_unlock(&p->lock);
-			release_held(p, now_ns(), false);
+			release_held(p, clock_mono_ns(), false);
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
@@ -197,7 +181,7 @@ void prepare__mmap(struct prepare *p, const struct perf_rec_mmap2 *e, uint16_t s
 		 e->build_id_size <= sizeof(e->build_id);
 	key = has_id ? hash_bytes(0xcbf29ce484222325ull, e->build_id, e->build_id_size) :
 		       hash_bytes(0x84222325cbf29ce4ull, e->filename, name_len);
-	now = now_ns();
+	now = clock_mono_ns();
 	if (name_len >= sizeof(r->path) ||
 	    (p->recent[key % RECENT_SLOTS].key == key &&
 	     now - p->recent[key % RECENT_SLOTS].at < PREPARE_HOLD_NS / 2)) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/hmap.h"
+#include "util/mapfile.h"
 #include "proctab.h"
 #include "pyargv.h"
 #include "util/vec.h"
@@ -368,7 +369,6 @@ static struct sfu_module *open_mapped(struct proctab *t, const struct perf_rec_m
 	const struct sfu_build_id *want = NULL;
 	struct sfu_build_id bid;
 	struct sfu_module *m;
-	char path[4200];
 
 	if ((e->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && e->build_id_size &&
 	    e->build_id_size <= sizeof(e->build_id)) {
@@ -382,18 +382,12 @@ static struct sfu_module *open_mapped(struct proctab *t, const struct perf_rec_m
 		if ((m = sfu_cache__find(t->cache, want)))
 			return m;
 	}
-	/* the mapped file itself, even if deleted or in another mount namespace */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", e->pid,
-		 (unsigned long long)e->addr, (unsigned long long)(e->addr + e->len));
-	m = sfu_cache__open(t->cache, path, want, NULL);
-	if (m)
-		return m;
-	snprintf(path, sizeof(path), "/proc/%u/root%s", e->pid, name);
-	m = sfu_cache__open(t->cache, path, want, NULL);
-	if (m)
-		return m;
-	/* the process is gone: the same path here, if it holds the same build */
-	return sfu_cache__open(t->cache, name, want, NULL);
+	/*
+	 * the mapped file itself, even if deleted or in another mount
+	 * namespace; once the process is gone, the same path here if it holds
+	 * the same build
+	 */
+	return mapfile__module(t->cache, e->pid, e->addr, e->addr + e->len, name, want);
 }
 
 /* The module of a [vdso] mapping (vdso_set__module()), or NULL. */

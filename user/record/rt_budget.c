@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "rt_budget.h"
+#include "util/clock.h"
 
 /*
  * Why the record path runs real-time at all: when every CPU is busy its
@@ -36,14 +37,6 @@ struct rt_budget {
 	uint64_t rt_since;	/* its CPU time when it last went real-time */
 	uint64_t windows, over, rt_ns;
 };
-
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* The policy of thread @tid (sched_setscheduler() sets a thread's on Linux). @return 0 or -errno. */
 static int set_policy(pid_t tid, int policy, int prio)

@@ -19,6 +19,7 @@
 #include "records.h"
 #include "sample.skel.h"
 #include "sampler.h"
+#include "util/clock.h"
 
 #define TASK_BUF_PAGES	256	/* per CPU: 1 MiB of mmap/comm/fork/exit records */
 #define RING_BYTES	(32u << 20)	/* unless sampler_opts.ring_bytes says */
@@ -79,14 +80,6 @@ struct sampler {
 	int err;
 	struct record_capture *capture;	/* SFPROF_DEBUG_CAPTURE: what is handed over, for the fuzz corpora */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -170,7 +163,7 @@ static int on_sample(void *ctx, void *data, size_t len)
 	}
 	deliver(s, data, len);
 	/* the rest waits in the ring, where the kernel counts what does not fit */
-	if ((s->delivered & 63) == 0 && now_ns() >= s->round_end)
+	if ((s->delivered & 63) == 0 && clock_mono_ns() >= s->round_end)
 		return END_ROUND;
 	return 0;
 }
@@ -235,7 +228,7 @@ static int round_trip(struct sampler *s, uint64_t horizon)
 
 	s->delivered = 0;
 	s->horizon = horizon;
-	s->round_end = horizon == UINT64_MAX ? UINT64_MAX : now_ns() + ROUND_BUDGET_NS;
+	s->round_end = horizon == UINT64_MAX ? UINT64_MAX : clock_mono_ns() + ROUND_BUDGET_NS;
 	/* the caller's deadline is the window's end: it gets its turn then (not at drain) */
 	if (horizon != UINT64_MAX && s->round_end > s->window_end)
 		s->round_end = s->window_end;
@@ -300,7 +293,7 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	n = epoll_wait(s->epfd, ev, 3, timeout_ms);
 	if (n < 0 && errno != EINTR)
 		return -errno;
-	return round_trip(s, now_ns());
+	return round_trip(s, clock_mono_ns());
 }
 
 static void detach(struct sampler *s)

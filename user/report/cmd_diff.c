@@ -413,9 +413,8 @@ int cmd_diff(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			if (sym_option(c, optarg, &sopts.sym, dirs))
+			if (cli_option_default(c, optarg, &sopts.sym, dirs, usage))
 				break;
-			fputs(usage, stderr);
 			goto out;
 		}
 	}
@@ -440,13 +439,8 @@ int cmd_diff(int argc, char **argv)
 	/* no source lines are shown: DWARF is not worth opening for them */
 	sopts.sym.no_lines = true;
 	for (int i = 0; i < 2; i++) {
-		struct profile_diag diag;
-
-		if (!(s[i] = session__open(paths[i], &sopts, &diag))) {
-			fprintf(stderr, "sfprof diff: %s\n", diag.reason);
+		if (!(s[i] = cli_session_open(paths[i], &sopts, &damaged)))
 			goto out;
-		}
-		damaged |= profile_print_notices(paths[i], session__status(s[i]));
 		print_replaced(s[i]);
 	}
 	/* one event's samples, NEW's choice, compared with OLD's of the same name */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buildid/buildid.h"
 #include "cmds.h"
 #include "profile/profile.h"
 #include "sfunwind/cbf.h"
@@ -113,8 +114,7 @@ static void print_record(const struct profile_record *r)
 		break;
 	case PROFILE_REC_MODULE:
 		printf("module %u build-id ", r->module.id);
-		for (size_t i = 0; i < r->module.build_id_len; i++)
-			printf("%02x", r->module.build_id[i]);
+		buildid_fput(stdout, r->module.build_id, r->module.build_id_len);
 		printf("%s size %" PRIu64 " path ", r->module.build_id_len ? "" : "-",
 		       r->module.file_size);
 		print_quoted(r->module.path);
@@ -196,32 +196,6 @@ static void print_record(const struct profile_record *r)
 		putchar('\n');
 		break;
 	}
-}
-
-bool profile_print_notices(const char *path, const struct profile_status *st)
-{
-	if (st->truncated)
-		fprintf(stderr, "sfprof %s: %s: file truncated: recovered %" PRIu64 " of %" PRIu64
-			" bytes (%" PRIu64 " whole blocks); the recording did not finish\n", sfprof_command(), path,
-			st->bytes_recovered, st->file_size, st->blocks);
-	if (st->bad_blocks)
-		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " damaged block(s) skipped: %s\n", sfprof_command(), path,
-			st->bad_blocks, st->first_error[0] ? st->first_error : "checksum mismatch");
-	else if (st->first_error[0])
-		fprintf(stderr, "sfprof %s: %s: damaged: %s\n", sfprof_command(), path, st->first_error);
-	if (st->lost_implausible)
-		fprintf(stderr, "sfprof %s: %s: a count of lost samples is implausible: how many were "
-			"lost is unknown\n", sfprof_command(), path);
-	if (st->unknown_stacks)
-		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " sample stack(s) were in damaged blocks\n",
-			sfprof_command(), path, st->unknown_stacks);
-	if (st->unknown_py_frames)
-		fprintf(stderr, "sfprof %s: %s: %" PRIu64 " sample Python chain(s) cut at frames "
-			"that were in damaged blocks\n", sfprof_command(), path, st->unknown_py_frames);
-	if (st->trailer_failed)
-		fprintf(stderr, "sfprof %s: %s: the recording stopped early on an error\n",
-			sfprof_command(), path);
-	return profile_status_damaged(st);
 }
 
 int cmd_dump(int argc, char **argv)

@@ -113,12 +113,11 @@ int cmd_export(int argc, char **argv)
 	struct svg_opts svg = { .min_width = 0.1 };
 	struct session_opts sopts = { 0 };
 	const char **dirs = NULL;
-	struct profile_diag diag;
 	struct session *s = NULL, *base = NULL;
 	struct outfile *file = NULL;
 	char *deftitle = NULL;
 	FILE *out = stdout;
-	bool damaged;
+	bool damaged = false;
 	int c, err, ret = 1, ev = 0;
 	bool known = false;
 
@@ -167,9 +166,8 @@ int cmd_export(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			if (sym_option(c, optarg, &sopts.sym, dirs))
+			if (cli_option_default(c, optarg, &sopts.sym, dirs, usage))
 				break;
-			fputs(usage, stderr);
 			ret = 2;
 			goto out;
 		}
@@ -198,22 +196,15 @@ int cmd_export(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	s = session__open(path, &sopts, &diag);
-	if (!s) {
-		fprintf(stderr, "sfprof export: %s\n", diag.reason);
+	if (!(s = cli_session_open(path, &sopts, &damaged)))
 		goto out;
-	}
-	damaged = profile_print_notices(path, session__status(s));
 	print_replaced(s);
 	/* markup is a sample per line, whatever its event: all of them unless asked */
 	if ((strcmp(format, "markup") || event) && (ev = pick_event(s, path, event)) < 0)
 		goto out;
 	if (base_path) {
-		if (!(base = session__open(base_path, &sopts, &diag))) {
-			fprintf(stderr, "sfprof export: %s\n", diag.reason);
+		if (!(base = cli_session_open(base_path, &sopts, &damaged)))
 			goto out;
-		}
-		damaged |= profile_print_notices(base_path, session__status(base));
 		print_replaced(base);
 		/* the baseline's samples of the same event */
 		if (pick_event(base, base_path, session__event(s, ev)->name) < 0)

@@ -1019,8 +1019,7 @@ int cmd_report(int argc, char **argv)
 	struct session_opts sopts = { 0 };
 	const char **dirs = NULL;
 	const char *path = "sfprof.data", *arg;
-	struct profile_diag diag;
-	bool damaged;
+	bool damaged = false;
 	int c, err, ret = 2;
 
 	dirs = calloc(argc, sizeof(*dirs));
@@ -1105,9 +1104,8 @@ int cmd_report(int argc, char **argv)
 			ret = 0;
 			goto out_args;
 		default:
-			if (sym_option(c, optarg, &sopts.sym, dirs))
+			if (cli_option_default(c, optarg, &sopts.sym, dirs, usage))
 				break;
-			fputs(usage, stderr);
 			goto out_args;
 		}
 		if (err == -ENOMEM) {
@@ -1132,12 +1130,9 @@ int cmd_report(int argc, char **argv)
 	/* source lines only when a column shows them: DWARF is not worth opening otherwise */
 	sopts.sym.no_lines = !r.use[KEY_SRCLINE];
 	ret = 1;
-	r.s = session__open(path, &sopts, &diag);
-	if (!r.s) {
-		fprintf(stderr, "sfprof report: %s\n", diag.reason);
+	r.s = cli_session_open(path, &sopts, &damaged);
+	if (!r.s)
 		goto out_args;
-	}
-	damaged = profile_print_notices(path, session__status(r.s));
 	print_replaced(r.s);
 	if ((err = report_all(&r, path))) {
 		fprintf(stderr, "sfprof report: %s: %s\n", path, strerror(-err));

@@ -298,10 +298,9 @@ int cmd_script(int argc, char **argv)
 	struct session_opts sopts = { 0 };
 	const char *path = "sfprof.data";
 	static char obuf[1 << 16];
-	struct profile_diag diag;
 	struct session *s;
 	const char **dirs;
-	bool damaged;
+	bool damaged = false;
 	unsigned fields = DEFAULT_FIELDS;
 	int c, err, ret = 1;
 
@@ -328,9 +327,8 @@ int cmd_script(int argc, char **argv)
 			free(dirs);
 			return 0;
 		default:
-			if (sym_option(c, optarg, &sopts.sym, dirs))
+			if (cli_option_default(c, optarg, &sopts.sym, dirs, usage))
 				break;
-			fputs(usage, stderr);
 			free(dirs);
 			return 2;
 		}
@@ -341,13 +339,11 @@ int cmd_script(int argc, char **argv)
 		return 2;
 	}
 	sopts.sym.no_lines = !(fields & F(F_SRCLINE));
-	s = session__open(path, &sopts, &diag);
+	s = cli_session_open(path, &sopts, &damaged);
 	if (!s) {
-		fprintf(stderr, "sfprof script: %s\n", diag.reason);
 		free(dirs);
 		return 1;
 	}
-	damaged = profile_print_notices(path, session__status(s));
 	print_replaced(s);
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	if ((err = print_samples(s, fields)))

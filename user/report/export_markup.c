@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildid/buildid.h"
 #include "export.h"
 #include "util/text.h"
 
@@ -50,8 +51,7 @@ static void put_context(FILE *out, const struct image_layout *l, uint32_t *stamp
 		/* a field holds no ':' or '}' and only printable characters */
 		text_put(out, basename_of(mod->path ? mod->path : ""), TEXT_FIELD);
 		fputs(":elf:", out);
-		for (size_t j = 0; j < mod->build_id_len; j++)
-			fprintf(out, "%02x", mod->build_id[j]);
+		buildid_fput(out, mod->build_id, mod->build_id_len);
 		fputs("}}}\n", out);
 	}
 	for (size_t i = 0; i < im->nmaps; i++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "buildid/buildid.h"
 #include "export.h"
 #include "util/hmap.h"
 #include "util/text.h"
@@ -205,8 +206,7 @@ static uint32_t mapping_id(struct pprof *p, uint32_t image, size_t map)
 		const struct session_module *mod = session__module(p->s, m->module - 1);
 
 		file = mod->path ? mod->path : "";
-		for (size_t i = 0; i < mod->build_id_len; i++)
-			snprintf(build_id + 2 * i, 3, "%02x", mod->build_id[i]);
+		buildid_hex(build_id, sizeof(build_id), mod->build_id, mod->build_id_len);
 	}
 	id = ++p->nmappings;
 	pb_uint(&p->msg, MAPPING_ID, id);

@@ -203,15 +203,6 @@ static struct sfu_module *open_matching(const char *path, const uint8_t *id, siz
 	return open_sized(path, id, len, 0, other);
 }
 
-static void build_id_path(char *out, size_t cap, const char *dir, const uint8_t *id, size_t len)
-{
-	size_t n = snprintf(out, cap, "%s/.build-id/%02x/", dir, id[0]);
-
-	for (size_t i = 1; i < len && n + 3 < cap; i++)
-		n += snprintf(out + n, cap - n, "%02x", id[i]);
-	snprintf(out + n, cap - n, ".debug");
-}
-
 /* Whether the ELF file at @path has a .symtab: a binary that was not stripped. */
 static bool has_symtab(const char *path)
 {
@@ -309,12 +300,14 @@ static struct sfu_module *find_debug(struct symbolizer *s, const uint8_t *id, si
 
 	if (!len)
 		return NULL;
-	build_id_path(path, sizeof(path), "/usr/lib/debug", id, len);
-	if ((m = open_matching(path, id, len, &other)))
+	/* a path cut short would name another file: a directory too deep is passed over */
+	if (!buildid_path(path, sizeof(path), "/usr/lib/debug", id, len, BUILDID_DEBUG_SUFFIX) &&
+	    (m = open_matching(path, id, len, &other)))
 		return m;
 	for (size_t i = 0; i < s->opts.num_debug_dirs; i++) {
-		build_id_path(path, sizeof(path), s->opts.debug_dirs[i], id, len);
-		if ((m = open_matching(path, id, len, &other)))
+		if (!buildid_path(path, sizeof(path), s->opts.debug_dirs[i], id, len,
+				  BUILDID_DEBUG_SUFFIX) &&
+		    (m = open_matching(path, id, len, &other)))
 			return m;
 	}
 	if ((m = find_kept(s, id, len, BUILDID_DEBUG_SUFFIX)))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildid/buildid.h"
 #include "filter.h"
 #include "markup.h"
 #include "report/symbolize.h"
@@ -419,8 +420,7 @@ static void do_module(struct markup_filter *f, const struct markup_node *n)
 	flush_deferred(f);
 	begin_module_line(f, m);
 	fputs("; BuildID=", f->out);
-	for (size_t i = 0; i < m->build_id_len; i++)
-		fprintf(f->out, "%02x", m->build_id[i]);
+	buildid_fput(f->out, m->build_id, m->build_id_len);
 	return;
 nomem:
 	error_at(f, n->text.s, "out of memory");
@@ -540,11 +540,10 @@ static struct sym_module *module_sym(struct markup_filter *f, struct module *m,
 	if (m->sym && sym_module__found(m->sym))
 		return m->sym;
 	{
-		char hex[129];
+		char hex[2 * BUILDID_MAX + 1];
 
-		for (size_t i = 0; i < m->build_id_len && i < 64; i++)
-			snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
-		hex[2 * (m->build_id_len < 64 ? m->build_id_len : 64)] = 0;
+		buildid_hex(hex, sizeof(hex), m->build_id,
+			    m->build_id_len < BUILDID_MAX ? m->build_id_len : BUILDID_MAX);
 		error_at(f, field.s, "could not find build ID '%s'", hex);
 	}
 	return NULL;

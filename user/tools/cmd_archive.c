@@ -113,11 +113,10 @@ int cmd_archive(int argc, char **argv)
 	struct session_opts sopts = { .sym = { .no_lines = true } };
 	const char *path = "sfprof.data", *output = NULL, *kwhy = NULL;
 	struct packer p = { 0 };
-	struct profile_diag diag = { "" };
 	struct session *s = NULL;
 	char why[1024], *def_out = NULL;
 	const char **dirs = calloc(argc + 1, sizeof(*dirs));
-	bool *hit = NULL, kernel = false, damaged;
+	bool *hit = NULL, kernel = false, damaged = false;
 	int c, err, ret = 1;
 
 	argv[0] = "sfprof archive";
@@ -138,9 +137,8 @@ int cmd_archive(int argc, char **argv)
 			free(dirs);
 			return 0;
 		default:
-			if (sym_option(c, optarg, &sopts.sym, dirs))
+			if (cli_option_default(c, optarg, &sopts.sym, dirs, usage))
 				break;
-			fputs(usage, stderr);
 			free(dirs);
 			return 2;
 		}
@@ -163,12 +161,8 @@ int cmd_archive(int argc, char **argv)
 		}
 		output = def_out;
 	}
-	s = session__open(path, &sopts, &diag);
-	if (!s) {
-		fprintf(stderr, "sfprof archive: %s\n", diag.reason);
+	if (!(s = cli_session_open(path, &sopts, &damaged)))
 		goto out;
-	}
-	damaged = profile_print_notices(path, session__status(s));
 	print_replaced(s);
 	if (damaged) {
 		fprintf(stderr, "sfprof archive: %s is damaged: not archived\n", path);

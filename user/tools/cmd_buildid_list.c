@@ -29,32 +29,6 @@ static const char usage[] =
 	"                     mapping of the sampled processes, hit or not\n"
 	"  -k, --kernel       the running kernel's build ID (/sys/kernel/notes) alone\n";
 
-/* The GNU build ID note in a run of ELF notes (4-byte aligned, as /sys/kernel/notes holds them). */
-static size_t notes_build_id(const uint8_t *p, size_t n, uint8_t *id)
-{
-	size_t off = 0;
-
-	while (n - off >= 12) {
-		uint32_t namesz, descsz, type;
-		size_t name_end, desc_end;
-
-		memcpy(&namesz, p + off, 4);
-		memcpy(&descsz, p + off + 4, 4);
-		memcpy(&type, p + off + 8, 4);
-		name_end = off + 12 + ((namesz + 3ull) & ~3ull);
-		desc_end = name_end + ((descsz + 3ull) & ~3ull);
-		if (name_end > n || desc_end > n || desc_end <= off)
-			return 0;
-		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
-		    !memcmp(p + off + 12, "GNU", 4) && descsz && descsz <= BUILDID_MAX) {
-			memcpy(id, p + name_end, descsz);
-			return descsz;
-		}
-		off = desc_end;
-	}
-	return 0;
-}
-
 static int kernel_build_id(void)
 {
 	uint8_t notes[4096], id[BUILDID_MAX];
@@ -69,7 +43,8 @@ static int kernel_build_id(void)
 	}
 	n = read(fd, notes, sizeof(notes));
 	close(fd);
-	len = n > 0 ? notes_build_id(notes, n, id) : 0;
+	/* 4-byte aligned, as the kernel lays them out */
+	len = n > 0 ? buildid_from_notes(notes, (size_t)n, 4, id) : 0;
 	if (!len) {
 		fprintf(stderr, "sfprof buildid-list: /sys/kernel/notes: no build ID note\n");
 		return 1;
@@ -91,8 +66,7 @@ int cmd_buildid_list(int argc, char **argv)
 	};
 	struct session_opts sopts = { .sym = { .no_lines = true, .no_debuginfod = true } };
 	const char *path = "sfprof.data";
-	struct profile_diag diag = { "" };
-	bool all = false, kernel, damaged;
+	bool all = false, kernel, damaged = false;
 	struct hmap *printed = NULL;
 	struct session *s;
 	bool *hit = NULL;
@@ -125,12 +99,8 @@ int cmd_buildid_list(int argc, char **argv)
 			usage);
 		return 2;
 	}
-	s = session__open(path, &sopts, &diag);
-	if (!s) {
-		fprintf(stderr, "sfprof buildid-list: %s\n", diag.reason);
+	if (!(s = cli_session_open(path, &sopts, &damaged)))
 		return 1;
-	}
-	damaged = profile_print_notices(path, session__status(s));
 	hit = calloc(session__nmodules(s) + 1, sizeof(*hit));
 	printed = hmap__new(HMAP_BYTES);
 	if (!hit || !printed || session_hits(s, hit, &kernel)) {

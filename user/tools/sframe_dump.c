@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "buildid/buildid.h"
 #include "sframe_dump.h"
 #include "util/text.h"
 
@@ -197,8 +198,7 @@ int sframe_dump_text(FILE *out, const char *path, const struct sfu_sframe *sf,
 	fprintf(out, "  source      %s\n", sframe_origin_name(origin));
 	fputs("  build-id    ", out);
 	if (bid && bid->len)
-		for (unsigned i = 0; i < bid->len; i++)
-			fprintf(out, "%02x", bid->bytes[i]);
+		buildid_fput(out, bid->bytes, bid->len);
 	else
 		fputs("none", out);
 	fputc('\n', out);
