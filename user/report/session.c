@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "buildid/sfarchive.h"
-#include "buildid/session_archive.h"
+#include "report/session_archive.h"
 #include "util/hmap.h"
 #include "session.h"
 #include "sfunwind/cbf.h"

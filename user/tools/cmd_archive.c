@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "buildid/buildid.h"
-#include "buildid/hits.h"
+#include "report/hits.h"
 #include "buildid/sfarchive.h"
 #include "cmds.h"
 #include "report/session.h"

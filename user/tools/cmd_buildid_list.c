@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "buildid/buildid.h"
-#include "buildid/hits.h"
+#include "report/hits.h"
 #include "cmds.h"
 #include "report/session.h"
 #include "util/hmap.h"

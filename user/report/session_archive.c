@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sfarchive.h"
+#include "buildid/sfarchive.h"
 #include "session_archive.h"
 
 struct session_archive {
