@@ -442,7 +442,13 @@ int python__mapped(struct python *py, uint32_t pid, const char *path, uint64_t s
 	unsigned i;
 	uint64_t *v;
 
-	if (!hmap__find_u64(py->procs, pid, &v) || !path || path[0] != '/')
+	if (!hmap__find_u64(py->procs, pid, &v)) {
+		if (!((struct py_process *)(uintptr_t)*v)->exit_ns)
+			return 0;
+		/* a new process with the pid of one that exited, kept for its last samples */
+		python__forget(py, pid);
+	}
+	if (!path || path[0] != '/')
 		return 0;
 	if (py->ops.wanted && !py->ops.wanted(py->ops.ctx, pid))
 		return 0;
@@ -528,7 +534,6 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-/* The hash of the names of the object at @code now, as the sampler makes it; 0 when unreadable. */
 int python__resolve(struct python *py, uint32_t pid, const struct sample_py_frame *f,
 		    struct pycode_info *out)
 {
