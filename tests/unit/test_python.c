@@ -383,6 +383,15 @@ static void test_live(void **state)
 		frames[0].reserved = 0x12345;
 		assert_int_equal(python__resolve(py, c.pid, &frames[0], &info), -ESTALE);
 		assert_int_equal(python__stats(py)->stale, 1);
+		frames[0].reserved = 0;
+		/* exited: still named for its last samples; its pid found again is another process's */
+		python__exited(py, c.pid, 1000);
+		assert_int_equal(python__resolve(py, c.pid, &frames[1], &info), 0);
+		assert_string_equal(info.qualname, "<module>");
+		updates = 0;
+		assert_int_equal(python__scan(py, c.pid), 1);
+		assert_int_equal(updates, 1);
+		assert_int_equal(python__proc(py, c.pid, &p), 0);
 		close(mem);
 		python__forget(py, c.pid);
 		assert_int_equal(python__proc(py, c.pid, &p), -ENOENT);
