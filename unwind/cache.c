@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/buildid_note.h"
+#include "common/vec.h"
 #include "diag_internal.h"
 #include "ehframe_internal.h"
 #include "module_internal.h"
@@ -33,23 +35,6 @@ struct sfu_cache {
 	/* held for lookups and changes, never while a file is read */
 	pthread_mutex_t lock;
 };
-
-/* Room for one more element in a growing array. */
-static int reserve(void **array, size_t *cap, size_t count, size_t elem_size)
-{
-	size_t new_cap;
-	void *p;
-
-	if (count < *cap)
-		return 0;
-	new_cap = *cap ? *cap * 2 : 16;
-	p = reallocarray(*array, new_cap, elem_size);
-	if (!p)
-		return -ENOMEM;
-	*array = p;
-	*cap = new_cap;
-	return 0;
-}
 
 /* Index of the first file entry not below @id. */
 static size_t file_lower_bound(const struct sfu_cache *cache, const struct sfu_file_id *id)
@@ -159,13 +144,10 @@ void sfu_cache__set_flags(struct sfu_cache *cache, unsigned flags)
 
 static void format_build_id(char *buf, size_t size, const struct sfu_build_id *id)
 {
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < id->len && n + 3 <= size; i++)
-		n += snprintf(buf + n, size - n, "%02x", id->bytes[i]);
 	if (!id->len)
 		snprintf(buf, size, "none");
+	else
+		buildid_hex(buf, size, id->bytes, id->len);
 }
 
 void sfu_cache__set_limit(struct sfu_cache *cache, size_t bytes)
@@ -237,12 +219,10 @@ static int add_module(struct sfu_cache *cache, struct sfu_module **m)
 	int err;
 
 	/* every array grows first, so that a failure leaves the cache as it was */
-	if ((err = reserve((void **)&cache->files, &cache->file_cap, cache->file_count,
-			   sizeof(*cache->files))) ||
-	    (err = reserve((void **)&cache->modules, &cache->cap, cache->count,
-			   sizeof(*cache->modules))) ||
-	    (err = reserve((void **)&cache->by_build_id, &cache->build_id_cap,
-			   cache->build_id_count, sizeof(*cache->by_build_id))))
+	if ((err = VEC_RESERVE(cache->files, cache->file_cap, cache->file_count + 1, 16)) ||
+	    (err = VEC_RESERVE(cache->modules, cache->cap, cache->count + 1, 16)) ||
+	    (err = VEC_RESERVE(cache->by_build_id, cache->build_id_cap,
+			       cache->build_id_count + 1, 16)))
 		return err;
 
 	if (id->len && pos < cache->build_id_count &&

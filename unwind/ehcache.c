@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buildid_note.h"
 #include "ehframe_internal.h"
 #include "sframe_internal.h"
 
@@ -25,8 +26,7 @@ char *ehcache_path(const char *dir, const struct sfu_build_id *id)
 
 	if (!id->len || id->len > SFU_BUILD_ID_MAX)
 		return NULL;
-	for (unsigned i = 0; i < id->len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id->bytes[i]);
+	buildid_hex(hex, sizeof(hex), id->bytes, id->len);
 	/* the name says what the file is to a person looking in the directory */
 	if (asprintf(&path, "%s/%s.eh_frame-v%d.sframe", dir, hex, EHCACHE_FORMAT) < 0)
 		return NULL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/vec.h"
 #include "sfunwind/ehframe.h"
 #include "sframe_internal.h"
 
@@ -518,21 +519,6 @@ static bool row_equal(const struct sfu_row *a, const struct sfu_row *b)
 	       !memcmp(&a->ra, &b->ra, sizeof(a->ra)) && !memcmp(&a->fp, &b->fp, sizeof(a->fp));
 }
 
-static int reserve(void **array, size_t *cap, size_t count, size_t elem)
-{
-	size_t new_cap;
-	void *p;
-
-	if (count < *cap)
-		return 0;
-	new_cap = *cap ? *cap * 2 : 64;
-	p = reallocarray(*array, new_cap, elem);
-	if (!p)
-		return -ENOMEM;
-	*array = p;
-	*cap = new_cap;
-	return 0;
-}
 
 /* A register as a loc of @kind with @off; false when it does not fit the model's fields. */
 static bool reg_loc(const struct conv *x, uint64_t reg, int64_t off, uint8_t kind,
@@ -737,7 +723,7 @@ static void state_row(struct run *r, struct sfu_row *row, bool *is_plt, struct p
 
 static int push_row(struct conv *x, const struct sfu_row *row)
 {
-	if (reserve((void **)&x->rows, &x->rows_cap, x->num_rows, sizeof(*x->rows)))
+	if (VEC_RESERVE(x->rows, x->rows_cap, x->num_rows + 1, 64))
 		return x->err = -ENOMEM;
 	x->rows[x->num_rows++] = *row;
 	return 0;
@@ -1216,7 +1202,7 @@ static const struct cie *get_cie(struct conv *x, size_t off)
 	if ((x->num_cies + 1) * 2 > x->slots_cap && cie_slots_grow(x))
 		return NULL;
 	if (x->num_cies >= UINT32_MAX - 1 ||
-	    reserve((void **)&x->cies, &x->cies_cap, x->num_cies, sizeof(*x->cies))) {
+	    VEC_RESERVE(x->cies, x->cies_cap, x->num_cies + 1, 64)) {
 		x->err = -ENOMEM;
 		return NULL;
 	}
@@ -1264,7 +1250,7 @@ static int add_func(struct conv *x, const struct func *fn)
 			flex = true;
 	for (size_t k = 0; flex && k < fn->num_rows; k++)
 		x->rows[fn->first_row + k].flags |= SFU_ROW_FLEX;
-	if (reserve((void **)&x->funcs, &x->funcs_cap, x->num_funcs, sizeof(*x->funcs)))
+	if (VEC_RESERVE(x->funcs, x->funcs_cap, x->num_funcs + 1, 64))
 		return x->err = -ENOMEM;
 	x->funcs[x->num_funcs++] = *fn;
 	return 0;

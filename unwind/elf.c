@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buildid_note.h"
 #include "diag_internal.h"
 #include "ehframe_internal.h"
 #include "gopclntab_internal.h"
@@ -269,29 +270,20 @@ static int read_segments(struct sfu_module *m, struct reader *r)
 	return 0;
 }
 
-/* Looks for NT_GNU_BUILD_ID in note data. @return 1 when found, 0, or -EBADMSG. */
-static int find_build_id(struct sfu_module *m, struct reader *r, Elf_Data *data)
+/* Looks for the GNU build ID in note data (common/buildid_note.c). @return 1 when found, 0, or -EBADMSG. */
+static int find_build_id(struct sfu_module *m, struct reader *r, Elf_Data *data, size_t align)
 {
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
+	size_t len = 0;
+	int found;
 
-	while ((next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		const uint8_t *buf = data->d_buf;
-
-		off = next;
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != sizeof("GNU") ||
-		    memcmp(buf + name_off, "GNU", sizeof("GNU")))
-			continue;
-		/* a longer ID could only be kept truncated, and would then collide in the cache */
-		if (nh.n_descsz > SFU_BUILD_ID_MAX)
-			return diag_set(r->diag, -EBADMSG,
-					"build ID of %u bytes is longer than %d", nh.n_descsz,
-					SFU_BUILD_ID_MAX);
-		m->build_id.len = nh.n_descsz;
-		memcpy(m->build_id.bytes, buf + desc_off, nh.n_descsz);
-		return 1;
-	}
-	return 0;
+	_Static_assert(BUILDID_MAX == SFU_BUILD_ID_MAX, "one bound for build IDs");
+	found = buildid_note_find(data->d_buf, data->d_size, align, m->build_id.bytes, &len);
+	/* a longer ID could only be kept truncated, and would then collide in the cache */
+	if (found == -EMSGSIZE)
+		return diag_set(r->diag, -EBADMSG, "build ID longer than %d bytes", SFU_BUILD_ID_MAX);
+	if (found == 1)
+		m->build_id.len = len;
+	return found;
 }
 
 static int read_build_id(struct sfu_module *m, struct reader *r)
@@ -317,7 +309,7 @@ static int read_build_id(struct sfu_module *m, struct reader *r)
 		if (!data)
 			return diag_set(r->diag, -EBADMSG, "program header %zu: %s", i,
 					elf_errmsg(-1));
-		if ((err = find_build_id(m, r, data)))
+		if ((err = find_build_id(m, r, data, phdr.p_align == 8 ? 8 : 4)))
 			return err < 0 ? err : 0;
 	}
 
@@ -337,7 +329,7 @@ static int read_build_id(struct sfu_module *m, struct reader *r)
 		if (!data)
 			return diag_set(r->diag, -EBADMSG, "section %zu: %s", elf_ndxscn(scn),
 					elf_errmsg(-1));
-		if ((err = find_build_id(m, r, data)))
+		if ((err = find_build_id(m, r, data, shdr.sh_addralign == 8 ? 8 : 4)))
 			return err < 0 ? err : 0;
 	}
 	return 0;

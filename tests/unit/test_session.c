@@ -13,7 +13,7 @@
 #include "report/export.h"
 #include "report/session.h"
 #include "sfunwind/cbf.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 
 #define PAGE 0x1000ull
 #define WINDOW 0x7f0000000000ull

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 static void test_growth(void **state)
 {

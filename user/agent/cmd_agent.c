@@ -21,7 +21,7 @@
 #include "push.h"
 #include "record/recorder.h"
 #include "record/sizes.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "util/text.h"
 
 /*

@@ -20,9 +20,9 @@
 #include "push.h"
 #include "report/export.h"
 #include "report/symbolize.h"
-#include "util/clock.h"
-#include "util/hmap.h"
-#include "util/vec.h"
+#include "common/clock.h"
+#include "common/hmap.h"
+#include "common/vec.h"
 
 #define SPOOL_MAGIC "SFPUSH1\n"
 #define SPOOL_SUFFIX ".push"

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/buildid_note.h"
+
 /*
  * A build-ID tree: DIR/.build-id/XX/REST holds the binary whose build ID is
  * XX followed by REST in lower-case hex, DIR/.build-id/XX/REST.debug a
@@ -19,9 +21,6 @@
 #define BUILDID_TREE ".build-id"
 #define BUILDID_DEBUG_SUFFIX ".debug"
 
-/* The bytes of the longest build ID a tree names (SFU_BUILD_ID_MAX). */
-#define BUILDID_MAX 64
-
 /**
  * buildid_cache_dir() - the cache directory: $XDG_CACHE_HOME/sfprof when
  * XDG_CACHE_HOME is an absolute path, else $HOME/.cache/sfprof.
@@ -29,32 +28,8 @@
  */
 int buildid_cache_dir(char *out, size_t cap);
 
-/**
- * buildid_hex() - @id in lower-case hex into @out (2 * @len + 1 bytes).
- * @return the length written.
- */
-size_t buildid_hex(char *out, size_t cap, const uint8_t *id, size_t len);
-
-/** buildid_fput() - @id in lower-case hex to @f, as buildid_hex() writes it, of any length. */
-void buildid_fput(FILE *f, const uint8_t *id, size_t len);
-
 /** buildid_read() - the GNU build ID of the ELF file open at @fd into @out (BUILDID_MAX bytes). @return its length, or 0. */
 size_t buildid_read(int fd, uint8_t *out);
-
-/**
- * buildid_from_notes() - the GNU build ID (an NT_GNU_BUILD_ID note named
- * "GNU" of 2 to BUILDID_MAX bytes) in @size bytes of ELF notes at @notes,
- * in the host's byte order, as a PT_NOTE segment, a SHT_NOTE section or
- * /sys/kernel/notes holds them, into @out (BUILDID_MAX bytes).
- * @align: the notes' alignment, 4 or 8 (8: a segment aligned so, as
- *	NT_GNU_PROPERTY_TYPE_0 notes want; anything else is taken as 4).
- *
- * The bytes are untrusted: every size is checked against @size; a note that
- * runs past the end ends the search.
- *
- * @return the build ID's length, or 0 when there is none.
- */
-size_t buildid_from_notes(const void *notes, size_t size, size_t align, uint8_t *out);
 
 /**
  * buildid_path() - DIR/.build-id/XX/REST followed by @suffix (NULL: none).

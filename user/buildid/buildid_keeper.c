@@ -14,10 +14,10 @@
 
 #include "buildid.h"
 #include "buildid_keeper.h"
-#include "util/clock.h"
-#include "util/hmap.h"
+#include "common/clock.h"
+#include "common/hmap.h"
 #include "util/mapfile.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 /* Files held open and waiting at once: past it an offer is dropped and counted. */
 #define MAX_PENDING 512

@@ -22,33 +22,6 @@ int buildid_cache_dir(char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-size_t buildid_hex(char *out, size_t cap, const uint8_t *id, size_t len)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t n = 0;
-
-	for (size_t i = 0; i < len && n + 2 < cap; i++) {
-		out[n++] = digits[id[i] >> 4];
-		out[n++] = digits[id[i] & 15];
-	}
-	if (cap)
-		out[n] = '\0';
-	return n;
-}
-
-void buildid_fput(FILE *f, const uint8_t *id, size_t len)
-{
-	char hex[2 * BUILDID_MAX + 1];
-
-	/* in pieces: a build ID a user wrote (symbolizer markup) has no bound */
-	for (size_t i = 0; i < len; i += BUILDID_MAX) {
-		size_t n = len - i < BUILDID_MAX ? len - i : BUILDID_MAX;
-
-		buildid_hex(hex, sizeof(hex), id + i, n);
-		fputs(hex, f);
-	}
-}
-
 int buildid_path(char *out, size_t cap, const char *dir, const uint8_t *id, size_t len,
 		 const char *suffix)
 {

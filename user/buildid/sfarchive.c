@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "sfarchive.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 
 #define PROFILE_MAGIC_BYTES "\x89SFPROF\n"
 #define ELF_MAGIC_BYTES "\x7f" "ELF"

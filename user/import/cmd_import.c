@@ -18,7 +18,7 @@
 #include "profile/profile.h"
 #include "sfunwind/cbf.h"
 #include "sfunwind/module.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "xray.h"
 #include "xray_stacks.h"
 

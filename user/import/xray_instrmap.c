@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/vec.h"
+#include "common/vec.h"
 #include "xray.h"
 
 /*

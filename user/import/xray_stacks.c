@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/hmap.h"
-#include "util/vec.h"
+#include "common/hmap.h"
+#include "common/vec.h"
 #include "xray_stacks.h"
 
 /*

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "jit/perfmap.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 /*
  * The index.

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "profile.h"
 #include "profile_internal.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 #define HEADER_MAX	65536
 #define RESYNC_CHUNK	65536

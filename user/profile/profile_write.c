@@ -11,11 +11,11 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "util/hmap.h"
-#include "util/clock.h"
+#include "common/hmap.h"
+#include "common/clock.h"
 #include "profile.h"
 #include "profile_internal.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 #define ZSTD_LEVEL 3
 #define BLOCK_NS 1000000000ull	/* a block older than this is written at the next record */

@@ -22,7 +22,7 @@
 #include "python.h"
 #include "recorder.h"
 #include "sizes.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "util/text.h"
 
 #define DEFAULT_FREQ	999

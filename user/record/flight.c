@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "flight.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 
 #define MAX_SLICES 64
 

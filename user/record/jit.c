@@ -20,8 +20,8 @@
 #include "jit/perfmap.h"
 #include "proctab.h"
 #include "sfunwind/code.h"
-#include "util/hmap.h"
-#include "util/vec.h"
+#include "common/hmap.h"
+#include "common/vec.h"
 
 /* How often a process's map and dump are read when no sample asks for code they may hold. */
 #define POLL_IDLE_NS (100ull * 1000000)

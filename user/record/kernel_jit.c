@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/vec.h"
+#include "common/vec.h"
 
 /*
  * A BPF program's frames are named by /proc/kallsyms only while it is

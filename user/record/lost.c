@@ -6,7 +6,7 @@
 #include "pipeline.h"
 #include "profile/profile.h"
 #include "sampler.h"
-#include "util/clock.h"
+#include "common/clock.h"
 
 uint64_t record_lost(struct sampler *s, struct pipeline *pl)
 {

@@ -15,7 +15,7 @@
 #include "kernel_jit.h"
 #include "pipeline.h"
 #include "python.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "util/mapfile.h"
 
 enum item_kind { ITEM_SAMPLE, ITEM_TASK_EVENT, ITEM_WRAP };

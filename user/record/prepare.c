@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "prepare.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "util/mapfile.h"
 
 /* Files prepared lately, by a hash of their build ID or path: not asked for again while held. */

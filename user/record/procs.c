@@ -9,7 +9,7 @@
 
 #include "copy_size.h"
 #include "jit.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "procs.h"
 #include "proctab.h"
 #include "python.h"

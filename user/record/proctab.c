@@ -11,11 +11,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/mapfile.h"
 #include "proctab.h"
 #include "pyargv.h"
-#include "util/vec.h"
+#include "common/vec.h"
 #include "vdso.h"
 
 struct proc {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "python.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 
 #define CODE_CACHE_ENTRIES	4096	/* code objects remembered per process */
 #define INSTR_MAX		(16u << 20)	/* bytecode offsets past this are garbage */

@@ -12,7 +12,7 @@
 #include "python.h"
 #include "recorder.h"
 #include "sizes.h"
-#include "util/clock.h"
+#include "common/clock.h"
 
 #define DEFAULT_MAX_WORKERS	4	/* unwinding threads by default: the CPUs online, at most this */
 #define SECOND_NS		1000000000ull

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "rt_budget.h"
-#include "util/clock.h"
+#include "common/clock.h"
 
 /*
  * Why the record path runs real-time at all: when every CPU is busy its

@@ -19,7 +19,7 @@
 #include "records.h"
 #include "sample.skel.h"
 #include "sampler.h"
-#include "util/clock.h"
+#include "common/clock.h"
 
 #define TASK_BUF_PAGES	256	/* per CPU: 1 MiB of mmap/comm/fork/exit records */
 #define RING_BYTES	(32u << 20)	/* unless sampler_opts.ring_bytes says */

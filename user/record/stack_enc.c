@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "stack_enc.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 /* Bytes that hold @n frames cut as @cut says, whichever path encodes them. */
 static int reserve_buf(struct stack_enc *e, size_t n, const struct stack_cut *cut)

@@ -12,9 +12,9 @@
 #include "cmds.h"
 #include "session.h"
 #include "strtab.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 static const char usage[] =
 	"usage: sfprof diff [OLD [NEW]] [--sort KEYS] [--percentage absolute|relative]\n"

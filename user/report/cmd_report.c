@@ -9,13 +9,13 @@
 #include <string.h>
 
 #include "cmds.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "report_filter.h"
 #include "report_tree.h"
 #include "session.h"
 #include "strtab.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 static const char usage[] =
 	"usage: sfprof report [-i FILE] [--sort KEYS] [--children | --no-children] [--stdio]\n"

@@ -7,7 +7,7 @@
 
 #include "export.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 struct fold_ctx {
 	const struct session *s;

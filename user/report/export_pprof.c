@@ -8,9 +8,9 @@
 
 #include "buildid/buildid.h"
 #include "export.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 /* Field numbers of profile.proto. */
 enum {

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "export.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 #define WIDTH 1200
 #define XPAD 10

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "report_tree.h"
-#include "util/hmap.h"
-#include "util/vec.h"
+#include "common/hmap.h"
+#include "common/vec.h"
 
 #define NONE UINT32_MAX
 

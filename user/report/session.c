@@ -9,10 +9,10 @@
 
 #include "buildid/sfarchive.h"
 #include "report/session_archive.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "session.h"
 #include "sfunwind/cbf.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 #define MAX_FRAMES 4096
 /* The deepest inlined chain shown at one address; deeper ones keep their innermost frames. */

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "strtab.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 int64_t strtab__intern(struct strtab *t, const char *str, size_t len)
 {

@@ -16,10 +16,10 @@
 
 #include "buildid/buildid.h"
 #include "plt_names.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "sfunwind.h"
 #include "symbolize.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 struct sym_module {
 	struct sym_module *next;

@@ -11,9 +11,9 @@
 #include "filter.h"
 #include "markup.h"
 #include "report/symbolize.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 /* A multi-line element longer than this is not one: written as the text it is. */
 #define MULTILINE_MAX (1u << 20)

@@ -14,7 +14,7 @@
 #include "buildid/sfarchive.h"
 #include "cmds.h"
 #include "report/session.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
 
 static const char usage[] =

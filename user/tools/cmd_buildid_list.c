@@ -12,7 +12,7 @@
 #include "report/hits.h"
 #include "cmds.h"
 #include "report/session.h"
-#include "util/hmap.h"
+#include "common/hmap.h"
 #include "util/text.h"
 
 static const char usage[] =

@@ -19,7 +19,7 @@
 #include "sfunwind/cbf.h"
 
 #include "cmds.h"
-#include "util/vec.h"
+#include "common/vec.h"
 
 static void usage(FILE *f)
 {
