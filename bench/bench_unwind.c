@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "capture.h"
-#include "util/clock.h"
+#include "common/clock.h"
 #include "unwinder.h"
 
 #define SNAPS_PER_DEPTH 4

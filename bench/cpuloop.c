@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/clock.h"
+#include "common/clock.h"
 
 #define ROUNDS		8	/* passes of the innermost function per iteration */
 #define BLOCK_WORDS	64	/* a 512-byte block on the stack of each level */

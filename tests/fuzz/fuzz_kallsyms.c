@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "report/symbolize.h"
+#include "symbolize/symbolize.h"
 #include "memfd_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Fuzz target: the input as a log of symbolizer markup through sfprof
- * symbolize's filter (user/symbolize/): every line, whatever it holds, is
+ * symbolize's filter (user/markup/): every line, whatever it holds, is
  * parsed and filtered, the context (modules, mmaps, multi-line elements)
  * carried from line to line. The filter must not crash, must report as many
  * errors as it counts, and must go on after any input: the next file's
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/symbolize.h"
-#include "symbolize/filter.h"
+#include "symbolize/symbolize.h"
+#include "markup/filter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

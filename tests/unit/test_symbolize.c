@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 #define TEXT_ADDR 0x1000u
 #define TEXT_SIZE 0x1000u

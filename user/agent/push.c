@@ -19,7 +19,7 @@
 
 #include "push.h"
 #include "report/export.h"
-#include "report/symbolize.h"
+#include "symbolize/symbolize.h"
 #include "common/clock.h"
 #include "common/hmap.h"
 #include "common/vec.h"

@@ -8,7 +8,7 @@
 #include "cmds.h"
 #include "profile/profile.h"
 #include "report/session.h"
-#include "report/symbolize.h"
+#include "symbolize/symbolize.h"
 
 /* --buildid-dir's, as many as anyone names (no room was given for them) */
 #define MAX_BUILDID_DIRS 64

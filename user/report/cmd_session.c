@@ -6,7 +6,7 @@
 
 #include "cmds.h"
 #include "session.h"
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 #include "util/text.h"
 
 void print_replaced(const struct session *s)

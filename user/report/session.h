@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "profile/profile.h"
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 struct session_opts {
 	struct symbolizer_opts sym;

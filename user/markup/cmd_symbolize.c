@@ -9,7 +9,7 @@
 
 #include "cmds.h"
 #include "filter.h"
-#include "report/symbolize.h"
+#include "symbolize/symbolize.h"
 #include "util/text.h"
 
 static void usage(FILE *f)

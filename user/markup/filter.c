@@ -10,7 +10,7 @@
 #include "buildid/buildid.h"
 #include "filter.h"
 #include "markup.h"
-#include "report/symbolize.h"
+#include "symbolize/symbolize.h"
 #include "common/hmap.h"
 #include "util/text.h"
 #include "common/vec.h"
