@@ -26,14 +26,6 @@ static const struct cmd {
 	{ "cbf", cmd_cbf, "decode or encode a Compact Backtrace Format stack" },
 };
 
-/* The command running, for the messages code shared by several commands prints. */
-static const char *command = "";
-
-const char *sfprof_command(void)
-{
-	return command;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: sfprof COMMAND [ARGS...]\n\ncommands:\n");
@@ -54,7 +46,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name)) {
-			command = cmds[i].name;
+			sfprof_command_set(cmds[i].name);
 			return cmds[i].run(argc - 1, argv + 1);
 		}
 	fprintf(stderr, "sfprof: unknown command '%s'\n\n", argv[1]);

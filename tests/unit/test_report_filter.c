@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "report_filter.h"
+#include "report/report_filter.h"
 
 #define S 1000000000ull
 

@@ -5,10 +5,10 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "cmds.h"
 #include "profile/profile.h"
 #include "report/session.h"
 #include "symbolize/symbolize.h"
+#include "util/progname.h"
 
 /* --buildid-dir's, as many as anyone names (no room was given for them) */
 #define MAX_BUILDID_DIRS 64

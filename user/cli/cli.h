@@ -59,4 +59,20 @@ bool profile_print_notices(const char *path, const struct profile_status *st);
  */
 struct session *cli_session_open(const char *path, const struct session_opts *o, bool *damaged);
 
+/**
+ * pick_event() - the one event of @s whose samples a view that adds their
+ * weights shows: the one named @name, else the first event with samples
+ * (said on stderr, with the others and their counts, when several have
+ * some). Leaves only its samples in @s.
+ * @return its index, or -1 after saying on stderr that @path has no event @name.
+ */
+int pick_event(struct session *s, const char *path, const char *name);
+
+/*
+ * print_replaced() - say on stderr which binaries of @s changed since the
+ * recording with no copy of the recorded build found: their frames are
+ * unnamed (perl+0x11458d), which would otherwise pass silently.
+ */
+void print_replaced(const struct session *s);
+
 #endif

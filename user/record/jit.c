@@ -18,6 +18,7 @@
 #include "jit.h"
 #include "jit/jitdump.h"
 #include "jit/perfmap.h"
+#include "util/mapfile.h"
 #include "proctab.h"
 #include "sfunwind/code.h"
 #include "common/hmap.h"
@@ -782,30 +783,55 @@ static int on_dump_record(void *ctx, const struct jitdump_header *h, const struc
 	return 0;
 }
 
+struct dump_open {
+	struct jproc *jp;
+	int fd;
+};
+
+/*
+ * The jitdump's places in mapfile__each()'s order: the mapped file itself
+ * (a magic link, followed), then its name in the process's root held since
+ * it was found (the process may be gone), no link followed at all: the
+ * process wrote the name. Never its name in our own root, which is another
+ * file when the process has a root of its own.
+ */
+static int dump_try(void *ctx, enum mapfile_via via, const char *place)
+{
+	struct dump_open *d = ctx;
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS };
+
+	switch (via) {
+	case MAPFILE_MAPPED:
+		d->fd = mapfile__open_place(d->jp->pid, via, place, d->jp->dump_name);
+		break;
+	case MAPFILE_IN_ROOT:
+		if (d->jp->root_fd >= 0)
+			d->fd = (int)syscall(SYS_openat2, d->jp->root_fd, d->jp->dump_name, &how,
+					     sizeof(how));
+		if (d->fd < 0)
+			d->fd = -errno;
+		break;
+	case MAPFILE_HERE:
+		break;
+	}
+	return d->fd >= 0;
+}
+
 /* Open the jitdump the process mapped (the mapped file itself) and check who wrote it. */
 static void open_dump(struct jit_recorder *jr, struct jproc *jp)
 {
-	char path[64];
+	struct dump_open d = { jp, -ENOENT };
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, jp->pid,
-		 jp->dump_start, jp->dump_end);
-	/* a magic link to the mapped file itself, wherever it is: followed */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		/* unmapped since: its path in the process's root, no link followed */
-		struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
-					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
-						   RESOLVE_NO_MAGICLINKS };
-
-		if (jp->root_fd >= 0)
-			fd = (int)syscall(SYS_openat2, jp->root_fd, jp->dump_name, &how, sizeof(how));
-	}
+	mapfile__each(jp->pid, jp->dump_start, jp->dump_end, jp->dump_name, dump_try, &d);
+	fd = d.fd;
 	if (fd < 0) {
 		if (!jp->exited)
 			warn(jr, jp, "%s: %s: its JIT code is not named", jp->dump_name,
-			     strerror(errno));
+			     strerror(-fd));
 		jp->dump_given_up = true;
 		return;
 	}

@@ -14,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "cmds.h"
+#include "util/progname.h"
 #include "python.h"
 #include "records.h"
 #include "sample.skel.h"

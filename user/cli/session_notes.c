@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds.h"
-#include "session.h"
+#include "cli.h"
+#include "report/session.h"
 #include "symbolize/symbolize.h"
+#include "util/progname.h"
 #include "util/text.h"
 
 void print_replaced(const struct session *s)
