@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/elf_sym.h"
 #include "common/vec.h"
 #include "symbolize_internal.h"
 
@@ -72,8 +73,9 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 		const char *file = NULL;	/* the STT_FILE the local symbols that follow come from */
 
 		for (size_t i = 1; i < n; i++) {
-			int type, vis;
+			enum elf_sym_kind kind;
 			const char *name;
+			int type;
 			GElf_Shdr sec;
 			GElf_Sym sym;
 			Elf_Scn *in;
@@ -84,11 +86,10 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 					file = NULL;
 				continue;
 			}
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= shnum || !sym.st_value)
+			if (!gelf_getsym(data, (int)i, &sym) || !elf_sym_in_section(&sym, shnum) ||
+			    !sym.st_value)
 				continue;
 			type = GELF_ST_TYPE(sym.st_info);
-			vis = GELF_ST_VISIBILITY(sym.st_other);
 			/*
 			 * What llvm-symbolizer names any address by: objects, functions
 			 * and untyped symbols (assembly's, __bss_start, _end) of loaded
@@ -111,24 +112,18 @@ static int read_syms(struct sym_module *m, int slot, const char *path, size_t *c
 				};
 				m->ndsyms++;
 			}
-			if (type != STT_NOTYPE && type != STT_FUNC && type != STT_GNU_IFUNC)
-				continue;
+			/* the rule libsfunwind's function table keeps too */
 			if (!(in = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(in, &sec) ||
-			    !(sec.sh_flags & SHF_EXECINSTR) || sym.st_value < sec.sh_addr ||
-			    sym.st_value - sec.sh_addr >= sec.sh_size)
-				continue;
-			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			/* ARM's mapping symbols ($x, $d) mark code and data: no names (perf) */
-			if (!name || !*name ||
-			    (type == STT_NOTYPE && (vis == STV_HIDDEN || vis == STV_INTERNAL ||
-						    name[0] == '$')))
+			    !(kind = elf_sym_code_kind(&sym, &sec)) ||
+			    !elf_sym_code_name(kind, name = elf_strptr(elf, shdr.sh_link,
+								       sym.st_name)))
 				continue;
 			if (VEC_RESERVE(m->syms, *cap, m->nsyms + 1, 256))
 				return -ENOMEM;
 			m->syms[m->nsyms++] = (struct elf_sym){
 				.addr = sym.st_value, .size = sym.st_size,
 				.sec_end = sec.sh_addr + sec.sh_size, .name = name,
-				.label = type == STT_NOTYPE, .bind = GELF_ST_BIND(sym.st_info),
+				.label = kind == ELF_SYM_LABEL, .bind = GELF_ST_BIND(sym.st_info),
 				.file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : NULL,
 				.order = (uint32_t)m->nsyms,
 			};
@@ -227,25 +222,11 @@ const char *sym_module_label(struct sym_module *m, uint64_t vaddr, uint64_t *off
 	return m->syms[lo].name;
 }
 
-/* perf's choose_best_symbol(): whether @a is a better name than @b for their address. */
+/* Whether @a is a better name than @b for their address: the one rule (common/elf_sym.h). */
 static bool better_alias(const struct elf_sym *a, const struct elf_sym *b)
 {
-	size_t ua = strspn(a->name, "_"), ub = strspn(b->name, "_"), la, lb;
-
-	if (!a->size != !b->size)
-		return a->size;
-	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
-		return b->bind == STB_WEAK;
-	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
-		return a->bind == STB_GLOBAL;
-	if (ua != ub)
-		return ua < ub;
-	la = strlen(a->name);
-	lb = strlen(b->name);
-	if (la != lb)
-		return la > lb;
-	/* perf keeps the first of its tree here; a fixed order instead */
-	return strcmp(a->name, b->name) < 0;
+	return elf_sym_alias_cmp(&(struct elf_sym_alias){ a->name, a->size, a->bind },
+				 &(struct elf_sym_alias){ b->name, b->size, b->bind }) < 0;
 }
 
 /*
