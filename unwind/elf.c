@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/buildid_note.h"
+#include "common/elf_sym.h"
 #include "diag_internal.h"
 #include "ehframe_internal.h"
 #include "gopclntab_internal.h"
@@ -121,7 +122,8 @@ struct raw_sym {
 	uint64_t limit;		/* end of its section, UINT64_MAX when unknown */
 	const char *str;	/* the name, set once the names buffer stops moving */
 	uint32_t name;		/* offset of the name in the names buffer */
-	uint8_t rank;		/* lower is the better name for an address */
+	uint8_t bind;		/* STB_*: which alias names an address (elf_sym_alias_cmp) */
+	uint8_t rank;		/* lower is the symbol a name means: global, weak, local; .symtab's */
 };
 
 /* Builds the symbol tables: names are appended to one growing buffer. */
@@ -604,6 +606,7 @@ static int builder_add(struct sym_builder *b, struct reader *r, const GElf_Sym *
 		.size = sym->st_size,
 		.limit = limit,
 		.name = (uint32_t)b->names_len,
+		.bind = GELF_ST_BIND(sym->st_info),
 		.rank = rank,
 	};
 	memcpy(b->names + b->names_len, name, len + 1);
@@ -664,17 +667,21 @@ static int read_symtab(struct reader *r, struct sym_builder *b, Elf_Scn *scn,
 		return diag_set(r->diag, -EBADMSG, "section %zu: %zu symbols are too many", idx,
 				nsyms);
 	for (size_t i = 1; i < nsyms; i++) {
+		enum elf_sym_kind kind;
+		GElf_Shdr sec;
 		const char *name;
 		GElf_Sym sym;
+		Elf_Scn *in;
 		size_t left;
-		int type;
 
 		if (!gelf_getsym(symdata, (int)i, &sym))
 			return diag_set(r->diag, -EBADMSG, "section %zu: symbol %zu: %s", idx, i,
 					elf_errmsg(-1));
-		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value)
+		/* the one rule sfprof's symbolizer keeps too; labels are not functions to unwind by */
+		kind = elf_sym_in_section(&sym, r->shnum) &&
+		       (in = elf_getscn(r->elf, sym.st_shndx)) && gelf_getshdr(in, &sec) ?
+		       elf_sym_code_kind(&sym, &sec) : ELF_SYM_NONE;
+		if (kind != ELF_SYM_FUNC)
 			continue;
 		if (sym.st_name >= strdata->d_size)
 			return diag_set(r->diag, -EBADMSG,
@@ -686,9 +693,9 @@ static int read_symtab(struct reader *r, struct sym_builder *b, Elf_Scn *scn,
 			return diag_set(r->diag, -EBADMSG,
 					"section %zu: symbol %zu: name runs past the end of the string table",
 					idx, i);
-		if (!*name)
+		if (!elf_sym_code_name(kind, name))
 			continue;
-		/* the global name of an address reads best, then the weak one */
+		/* a name means its global symbol first, then its weak one (sfu_module__symbol_addr) */
 		err = builder_add(b, r, &sym, name, strlen(name), section_limit(r, &sym),
 				  (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0 :
 				   GELF_ST_BIND(sym.st_info) == STB_WEAK ? 2 : 4) + source);
@@ -701,12 +708,16 @@ static int read_symtab(struct reader *r, struct sym_builder *b, Elf_Scn *scn,
 static int raw_by_addr(const void *pa, const void *pb)
 {
 	const struct raw_sym *a = pa, *b = pb;
+	int c;
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return strcmp(a->str, b->str);
+	/* the alias that names an address first, as sfprof's symbolizer and perf choose it */
+	c = elf_sym_alias_cmp(&(struct elf_sym_alias){ a->str, a->size, a->bind },
+			      &(struct elf_sym_alias){ b->str, b->size, b->bind });
+	if (c)
+		return c;
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
 static int raw_by_name(const void *pa, const void *pb)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Fuzz target: the report's symbolizer (user/symbolize/symbolize.c). An input
+ * Fuzz target: the report's symbolizer (user/symbolize/). An input
  * that is an ELF file is given to it as a module's binary: addresses of its
  * executable segments, as a PIE maps them, and addresses the input chooses
  * are named (ELF symbols, demangled, with DWARF lines through libdw). Any

@@ -23,6 +23,7 @@ struct sym_spec {
 	const char *name;
 	uint64_t value, size;
 	unsigned char type, bind, vis;
+	uint16_t shndx;		/* 0: .text */
 };
 
 struct lookup {
@@ -40,10 +41,10 @@ struct sym_case {
 
 static const struct sym_case cases[] = {
 	{ "labels: ld.so's _start (NOTYPE, size 0) up to the next symbol",
-	  { { "_start", 0x1100, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT },
-	    { "_dl_start_user", 0x1108, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT },
-	    { "fn", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "hidden_label", 0x1300, 0, STT_NOTYPE, STB_LOCAL, STV_HIDDEN } },
+	  { { "_start", 0x1100, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT, 0 },
+	    { "_dl_start_user", 0x1108, 0, STT_NOTYPE, STB_LOCAL, STV_DEFAULT, 0 },
+	    { "fn", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "hidden_label", 0x1300, 0, STT_NOTYPE, STB_LOCAL, STV_HIDDEN, 0 } },
 	  { { 0x1107, false, "_start", 7 },
 	    { 0x1108, true, "_start", 7 },		/* named at 0x1107, as perf: _start+0x7 */
 	    { 0x1110, false, "_dl_start_user", 8 },
@@ -52,23 +53,23 @@ static const struct sym_case cases[] = {
 	    { 0x1250, false, NULL, 0 },			/* past fn's size, no label */
 	    { 0x1310, false, NULL, 0 } } },		/* a hidden label names nothing */
 	{ "aliases: perf's choose_best_symbol() without DWARF",
-	  { { "impl", 0x1100, 0x40, STT_FUNC, STB_LOCAL, STV_DEFAULT },
-	    { "__work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "weak_work", 0x1100, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT },
-	    { "short", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "a_long_name", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "__x", 0x1300, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "_y", 0x1300, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT } },
+	  { { "impl", 0x1100, 0x40, STT_FUNC, STB_LOCAL, STV_DEFAULT, 0 },
+	    { "__work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "work", 0x1100, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "weak_work", 0x1100, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT, 0 },
+	    { "short", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "a_long_name", 0x1200, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "__x", 0x1300, 0x40, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "_y", 0x1300, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT, 0 } },
 	  { { 0x1110, false, "work", 0x10 },		/* global, fewest underscores */
 	    { 0x1201, false, "a_long_name", 1 },	/* then the longest */
 	    { 0x1300, false, "__x", 0 } } },		/* not weak before underscores */
 	{ "aliases: sized first; a versioned name stays without DWARF (perf --no-inline)",
-	  { { "zero", 0x1100, 0, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "sized_one", 0x1100, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "f_impl", 0x1200, 0x20, STT_FUNC, STB_LOCAL, STV_DEFAULT },
-	    { "f@@V_2", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT },
-	    { "f@V_1", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT } },
+	  { { "zero", 0x1100, 0, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "sized_one", 0x1100, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "f_impl", 0x1200, 0x20, STT_FUNC, STB_LOCAL, STV_DEFAULT, 0 },
+	    { "f@@V_2", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+	    { "f@V_1", 0x1200, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 } },
 	  { { 0x1104, false, "sized_one", 4 },
 	    { 0x1204, false, "f@@V_2", 4 } } },	/* equal length: name order */
 };
@@ -98,7 +99,7 @@ static int write_elf(const char *path, const struct sym_spec *syms, size_t n)
 			.st_name = (Elf64_Word)strlen_used,
 			.st_info = ELF64_ST_INFO(syms[i].bind, syms[i].type),
 			.st_other = syms[i].vis,
-			.st_shndx = 1,
+			.st_shndx = syms[i].shndx ? syms[i].shndx : 1,
 			.st_value = syms[i].value,
 			.st_size = syms[i].size,
 		};
@@ -220,6 +221,75 @@ static void test_cases(void **state)
 		symbolizer__free(s);
 		unlink(path);
 	}
+}
+
+/*
+ * One rule for ELF symbols (common/elf_sym.h): libsfunwind's function table
+ * (sfu_module__symbolize) and the symbolizer name each address alike. Before
+ * it, libsfunwind kept a weak alias over a local one and a sizeless global
+ * over a sized local, and named code by absolute symbols and by functions
+ * outside executable sections, which perf and llvm-symbolizer do not.
+ */
+static void test_one_rule(void **state)
+{
+	static const struct sym_spec syms[] = {
+		{ "weak_fn", 0x1100, 0x40, STT_FUNC, STB_WEAK, STV_DEFAULT, 0 },
+		{ "local_fn", 0x1100, 0x40, STT_FUNC, STB_LOCAL, STV_DEFAULT, 0 },
+		{ "global_nosize", 0x1200, 0, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 0 },
+		{ "local_sized", 0x1200, 0x20, STT_FUNC, STB_LOCAL, STV_DEFAULT, 0 },
+		{ "absolute", 0x1300, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT, SHN_ABS },
+		{ "not_in_code", 0x1400, 0x20, STT_FUNC, STB_GLOBAL, STV_DEFAULT, 2 },
+	};
+	static const struct {
+		uint64_t vaddr;
+		const char *want;	/* NULL: no name */
+		uint64_t offset;
+	} cases[] = {
+		{ 0x1104, "local_fn", 4 },	/* not weak before global (perf) */
+		{ 0x1204, "local_sized", 4 },	/* sized first */
+		{ 0x1304, NULL, 0 },		/* SHN_ABS names no code */
+		{ 0x1404, NULL, 0 },		/* nor a function of a section not executable */
+	};
+	const struct sym_mapping map = { MAP_START, 0, PROT_READ | PROT_EXEC };
+	char path[] = "/tmp/test_symbolize.XXXXXX";
+	struct sfu_module *mod;
+	struct symbolizer *s;
+	struct sym_module *m;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(write_elf(path, syms, sizeof(syms) / sizeof(syms[0])), 0);
+	mod = sfu_module__open(path, NULL);
+	assert_non_null(mod);
+	s = symbolizer__new(&(struct symbolizer_opts){ .no_debuginfod = true, .no_lines = true });
+	assert_non_null(s);
+	m = symbolizer__module(s, (const uint8_t *)"", 0, path);
+	assert_non_null(m);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *lib_name = NULL;
+		uint64_t lib_off = 0;
+		bool lib_named = !sfu_module__symbolize(mod, cases[i].vaddr, &lib_name, &lib_off);
+		struct sym_info info;
+		bool named = symbolizer__lookup_mapped(s, m, MAP_START + cases[i].vaddr, &map,
+						       false, &info);
+
+		if (lib_named != (cases[i].want != NULL) ||
+		    (lib_named && (strcmp(lib_name, cases[i].want) || lib_off != cases[i].offset)))
+			fail_msg("%#llx: libsfunwind: got %s+%#llx, want %s",
+				 (unsigned long long)cases[i].vaddr, lib_named ? lib_name : "(none)",
+				 (unsigned long long)lib_off, cases[i].want ? cases[i].want : "(none)");
+		if (named != (cases[i].want != NULL) ||
+		    (named && (strcmp(info.name, cases[i].want) || info.offset != cases[i].offset)))
+			fail_msg("%#llx: symbolizer: got %s+%#llx, want %s",
+				 (unsigned long long)cases[i].vaddr, named ? info.name : "(none)",
+				 (unsigned long long)info.offset,
+				 cases[i].want ? cases[i].want : "(none)");
+	}
+	symbolizer__free(s);
+	sfu_module__put(mod);
+	unlink(path);
 }
 
 /* The value of symbol @name in @path's .symtab. */
@@ -491,6 +561,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_one_rule),
 		cmocka_unit_test(test_dwarf_names_across_trims),
 		cmocka_unit_test(test_plt_stubs),
 	};
