@@ -782,8 +782,8 @@ void pipeline__sample(struct pipeline *pl, const struct sample_hdr *h, const uin
  * from a page in memory and not under writeback, and a program is often run
  * as soon as it is written): the ID read from the file as the process maps
  * it, while it lives, into a copy of the record in @buf, as the kernel
- * writes it. 4 of 64 deleted 50 ms programs went unnamed without it, beside
- * other tests under ASan: nothing held their files. @return the record to use.
+ * writes it. Read later, a short-lived program deleted once it ran has no
+ * file left to read it from. @return the record to use.
  */
 static const struct perf_event_header *with_build_id(const struct perf_event_header *e,
 						     uint8_t *buf, size_t cap)

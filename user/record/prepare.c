@@ -192,9 +192,9 @@ void prepare__mmap(struct prepare *p, const struct perf_rec_mmap2 *e, uint16_t s
 		struct sfu_build_id id = { .len = e->build_id_size };
 
 		/*
-		 * Told now, not when the thread takes it: behind a large
-		 * table being made (hundreds of ms beside builds, under
-		 * ASan), a 50 ms program and its deleted file were gone
+		 * Told now, not when the thread takes it: a large table
+		 * being made before it can take hundreds of ms, longer than
+		 * a short-lived program and its deleted file last
 		 */
 		memcpy(id.bytes, e->build_id, e->build_id_size);
 		p->hook(p->hook_ctx, e->pid, e->addr, e->addr + e->len, &id, e->filename);

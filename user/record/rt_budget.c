@@ -14,9 +14,9 @@
 /*
  * Why the record path runs real-time at all: when every CPU is busy its
  * threads wait for one like any other, and the buffers fill meanwhile. Beside
- * two 200-frame programs in its scheduling group, at 20 kHz, the ring's
- * reader ran 5-7% of the time and waited on the run queue 92%, and the ring
- * (32 MiB, 80 ms of those samples) overflowed: 44-72% lost. A real-time
+ * CPU-bound programs in its scheduling group at high rates, the ring's reader
+ * spends most of its time on the run queue and the ring, tens of ms of
+ * samples, overflows (scripts/bench-ring-20khz gives the figures). A real-time
  * thread is never kept waiting by programs of normal priority; the budget
  * keeps it from taking more of a CPU from them than the budget and one step
  * of its work (a round of the reader, 20 ms at most; a batch of the

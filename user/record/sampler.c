@@ -281,8 +281,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	 * its horizon: those after the last sample handed over wait for the
 	 * samples before them) go at the next round, soon: an exec's mappings
 	 * must reach the preparing thread while the process lives, and nothing
-	 * else may wake the reader for 100 ms (4 of 79 programs of 50 ms, run
-	 * one after another beside 999 Hz sampling, were gone by then).
+	 * else may wake the reader for 100 ms, longer than a short-lived program
+	 * lives.
 	 */
 	if (timeout_ms > 1 && s->evs_head < s->evs_len && s->evs[s->evs_head].time <= s->horizon)
 		timeout_ms = 1;
@@ -583,9 +583,9 @@ static int on_exec(void *ctx, void *data, size_t len)
  * tells (the execs ring). The exec's mappings of its program and loader are
  * in the buffer by then: they reach the preparing thread while the process
  * lives, for its files to be opened and held before it exits and they are
- * deleted (a 40 ms program and the reader's 100 ms timer lost most such
- * binaries). Waking at every record instead cost each short-lived program
- * about 10 wake-ups of the reader and of the unwinding thread.
+ * deleted: the reader's 100 ms timer alone is longer than a short-lived
+ * program lives. Waking at every record instead would wake the reader and
+ * the unwinding thread at each of a program's mmaps, not once per exec.
  */
 static int open_task_events(struct sampler *s, char *err, size_t errlen)
 {
