@@ -610,6 +610,10 @@ def branch_shares(text, row):
     return out
 
 
+# Samples sfprof record -p must take of a run for shares to be compared (3 s at 999 Hz gives ~3,000).
+MIN_JOINED_SAMPLES = 1000
+
+
 def record_both(ctx, prog, arg, pd, sd):
     """perf record runs @prog, sfprof record -p joins it until it exits. @return
     whether perf could read its recording (False: try again)."""
@@ -644,7 +648,17 @@ def record_both(ctx, prog, arg, pd, sd):
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     if q.returncode:
         log('perf report cannot read that recording: recording again')
-    return q.returncode == 0
+        return False
+    # sfprof joins a running program: on a busy machine its start (the BPF
+    # verifier) can take most of the run, and shares need samples
+    mine = sfprof(ctx, ['report', '-i', sd, '--sort', 'sym', '-g', 'none']).stdout
+    m = re.search(r'^# Samples: (\d+)', mine, re.M)
+    n = int(m.group(1)) if m else 0
+    if n < MIN_JOINED_SAMPLES:
+        log(f'sfprof record joined with {n} samples, fewer than {MIN_JOINED_SAMPLES}: '
+            'recording a longer run')
+        return False
+    return True
 
 
 def case_perf(ctx):
@@ -664,8 +678,9 @@ def case_perf(ctx):
     for prog, arg in ((tree, '3'), (chains, '3')):
         name = os.path.basename(prog)
         pd, sd = ctx.path(name + '.perf'), ctx.path(name + '.sf')
-        for _ in range(4):
-            ok = record_both(ctx, prog, arg, pd, sd)
+        for attempt in range(4):
+            # a run twice as long each time sfprof joined too late (bounded: 3 to 24 s)
+            ok = record_both(ctx, prog, str(int(arg) << attempt), pd, sd)
             if ok:
                 break
         if not ok:
