@@ -184,27 +184,13 @@ const char *sym_module_die_name(struct sym_module *m, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *raw;
-	uint64_t *slot;
-	char *dm;
 
 	if ((!dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) &&
 	     !dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) &&
 	     !dwarf_attr_integrate(die, DW_AT_name, &attr)) ||
 	    !(raw = dwarf_formstring(&attr)) || !*raw)
 		return NULL;
-	if (strncmp(raw, "_Z", 2) && strncmp(raw, "_R", 2))
-		return raw;
-	if ((!m->die_names && !(m->die_names = hmap__new(HMAP_U64))) ||
-	    hmap__entry_u64(m->die_names, (uintptr_t)raw, &slot))
-		return raw;
-	if (!*slot) {
-		if (!(dm = symbolizer__demangle(raw)) && !(dm = strdup(raw))) {
-			hmap__delete_u64(m->die_names, (uintptr_t)raw, NULL);
-			return raw;
-		}
-		*slot = (uintptr_t)dm;
-	}
-	return (const char *)(uintptr_t)*slot;
+	return sym_module_demangled(m, raw);
 }
 
 /*
