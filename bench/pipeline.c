@@ -47,7 +47,7 @@ struct snapshot {
 	size_t nexpect;
 	uint64_t *ref;		/* the reference unwind's frames, for the file's stacks */
 	size_t frames;
-	size_t by_source[SFU_SRC_FP + 1];
+	size_t by_source[SFU_SRC_GOPCLNTAB + 1];
 	const uint8_t *seen_cbf;	/* the stack bytes of the file already checked against it */
 };
 
@@ -310,7 +310,7 @@ static int reference_unwind(struct snapshot *snaps, size_t n)
 		}
 		for (size_t k = 0; k < count; k++) {
 			s->ref[k] = frames[k].addr;
-			s->by_source[frames[k].source <= SFU_SRC_FP ? frames[k].source : 0]++;
+			s->by_source[frames[k].source <= SFU_SRC_GOPCLNTAB ? frames[k].source : 0]++;
 		}
 		s->frames = count;
 	}
@@ -816,7 +816,7 @@ int main(int argc, char **argv)
 	unsigned long long count = 200000;
 	unsigned long cold_runs = 20;
 	const char *out = NULL, *dir = getenv("TMPDIR");
-	size_t by_source[SFU_SRC_FP + 1] = { 0 };
+	size_t by_source[SFU_SRC_GOPCLNTAB + 1] = { 0 };
 	char tmp_path[4096], *end;
 	struct figures f;
 	int opt, err, ret = 1;
@@ -866,14 +866,15 @@ int main(int argc, char **argv)
 	if (reference_unwind(snaps, nsnaps))
 		goto out;
 	for (size_t i = 0; i < nsnaps; i++)
-		for (size_t k = 0; k <= SFU_SRC_FP; k++)
+		for (size_t k = 0; k <= SFU_SRC_GOPCLNTAB; k++)
 			by_source[k] += snaps[i].by_source[k];
 
 	printf("# sfprof record's path after the ring (procs__sample: unwind, CBF, profile writer)\n"
 	       "# on %zu snapshots of this process, one thread; %d frames kept per stack, copies up\n"
-	       "# to %d KiB; frames found by: sframe %zu, eh_frame %zu, fp %zu (%zu pcs)\n",
+	       "# to %d KiB; frames found by: sframe %zu, eh_frame %zu, gopclntab %zu, fp %zu (%zu pcs)\n",
 	       nsnaps, KEPT_FRAMES, MAX_USTACK_BYTES / 1024, by_source[SFU_SRC_SFRAME],
-	       by_source[SFU_SRC_EH_FRAME], by_source[SFU_SRC_FP], by_source[SFU_SRC_NONE]);
+	       by_source[SFU_SRC_EH_FRAME], by_source[SFU_SRC_GOPCLNTAB], by_source[SFU_SRC_FP],
+	       by_source[SFU_SRC_NONE]);
 	if (measure_cold(tmp_path, snaps, nsnaps, (unsigned)cold_runs))
 		goto out;
 
