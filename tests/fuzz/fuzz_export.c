@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Fuzz target: load the input as a profile into a session, then export it in
- * the four formats (collapsed, pprof, markup, svg) into memory, and check
+ * the five formats (collapsed, pprof, markup, svg, otlp) into memory, and check
  * the shape of each: whole lines, a gzip stream holding well-formed protobuf
- * with pprof's empty first string, a whole SVG document.
+ * with pprof's empty first string, a whole SVG document, an OTLP request whose
+ * every index is within its dictionary table, each table starting with its
+ * zero value. OTLP also goes through export_otlp_opts() with resources of the
+ * fuzzer's choosing, samples left out, addresses unsymbolized.
  *
  * Where the rule for text from outside is built in (user/util/text.h, issue
  * 12), text from the profile must also come out as it wants: valid UTF-8, no
@@ -207,6 +210,176 @@ out:
 	free(plain);
 }
 
+/* --- OTLP: an ExportProfilesServiceRequest (docs/otlp/sfprof_otlp.proto) --- */
+
+/* A length-delimited field of a message, or a varint's value; false at the end. */
+struct pb_field {
+	unsigned num, wire;
+	uint64_t v;
+	const uint8_t *p;	/* LEN: its bytes, v of them */
+};
+
+static bool next_field(const uint8_t **p, const uint8_t *end, struct pb_field *f, const char *what)
+{
+	uint64_t key;
+
+	if (*p == end)
+		return false;
+	if (!get_varint(p, end, &key) || !(key >> 3))
+		broken("otlp: %s: a bad field key", what);
+	f->num = key >> 3;
+	f->wire = key & 7;
+	f->p = NULL;
+	switch (f->wire) {
+	case 0:
+		if (!get_varint(p, end, &f->v))
+			broken("otlp: %s: a bad varint", what);
+		break;
+	case 1:
+		if (end - *p < 8)
+			broken("otlp: %s: a fixed64 past the end", what);
+		*p += 8;
+		break;
+	case 2:
+		if (!get_varint(p, end, &f->v) || f->v > (uint64_t)(end - *p))
+			broken("otlp: %s: a field longer than its message", what);
+		f->p = *p;
+		*p += f->v;
+		break;
+	default:
+		broken("otlp: %s: wire type %u, which it never writes", what, f->wire);
+	}
+	return true;
+}
+
+/* Each index (varint or packed) of field @num of the message at @p..@end is below @n. */
+static void check_indices(const uint8_t *p, const uint8_t *end, unsigned num, uint64_t n,
+			  const char *what)
+{
+	struct pb_field f;
+
+	while (next_field(&p, end, &f, what)) {
+		const uint8_t *q = f.p;
+		uint64_t v = f.v;
+
+		if (f.num != num)
+			continue;
+		if (f.wire == 0 && v >= n)
+			broken("otlp: %s %llu, the table has %llu", what, (unsigned long long)v,
+			       (unsigned long long)n);
+		while (f.wire == 2 && q < f.p + f.v) {
+			if (!get_varint(&q, f.p + f.v, &v))
+				broken("otlp: %s: a bad packed varint", what);
+			if (v >= n)
+				broken("otlp: %s %llu, the table has %llu", what, (unsigned long long)v,
+				       (unsigned long long)n);
+		}
+	}
+}
+
+enum { T_MAPPING, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTRIBUTE, T_STACK, T_N };
+
+static void check_otlp(const uint8_t *out, size_t len)
+{
+	static const char *const tables[T_N] = { "mapping", "location", "function", "link",
+						 "string", "attribute", "stack" };
+	const uint8_t *p = out, *end = out + len, *dict = NULL, *dict_end = NULL;
+	uint64_t count[T_N] = { 0 };
+	struct pb_field f, g, h;
+	unsigned ndicts = 0;
+
+	while (next_field(&p, end, &f, "request")) {
+		if (f.wire != 2 || (f.num != 1 && f.num != 2))
+			broken("otlp: request field %u (wire %u)", f.num, f.wire);
+		if (f.num == 2) {
+			dict = f.p;
+			dict_end = f.p + f.v;
+			ndicts++;
+		}
+	}
+	if (ndicts != 1)
+		broken("otlp: %u dictionaries, not one", ndicts);
+	for (p = dict; next_field(&p, dict_end, &f, "dictionary");) {
+		if (f.wire != 2 || f.num < 1 || f.num > T_N)
+			broken("otlp: dictionary field %u (wire %u)", f.num, f.wire);
+		/* element 0: the zero value (a Link of zero IDs, 16 and 8 bytes: 28 with their keys) */
+		if (!count[f.num - 1]++ && f.v != (f.num - 1 == T_LINK ? 28u : 0u))
+			broken("otlp: %s_table[0] is %llu bytes, not the zero value", tables[f.num - 1],
+			       (unsigned long long)f.v);
+		if (f.num - 1 == T_STRING && strict_text)
+			check_text("otlp string", f.p, f.v, "");
+	}
+	for (int t = 0; t < T_N; t++)
+		if (!count[t])
+			broken("otlp: no %s_table[0]", tables[t]);
+	for (p = dict; next_field(&p, dict_end, &f, "dictionary");) {
+		const uint8_t *e = f.p + f.v, *q;
+
+		switch (f.num - 1) {
+		case T_MAPPING:
+			check_indices(f.p, e, 4, count[T_STRING], "mapping filename");
+			check_indices(f.p, e, 5, count[T_ATTRIBUTE], "mapping attribute");
+			break;
+		case T_LOCATION:
+			check_indices(f.p, e, 1, count[T_MAPPING], "location mapping");
+			for (q = f.p; next_field(&q, e, &g, "location");)
+				if (g.num == 3 && g.wire == 2)
+					check_indices(g.p, g.p + g.v, 1, count[T_FUNCTION],
+						      "line function");
+			break;
+		case T_FUNCTION:
+			for (unsigned n = 1; n <= 3; n++)
+				check_indices(f.p, e, n, count[T_STRING], "function string");
+			break;
+		case T_ATTRIBUTE:
+			check_indices(f.p, e, 1, count[T_STRING], "attribute key");
+			break;
+		case T_STACK:
+			check_indices(f.p, e, 1, count[T_LOCATION], "stack location");
+			break;
+		}
+	}
+	/* ResourceProfiles -> ScopeProfiles (2) -> Profile (2) -> Sample (2) */
+	for (p = out; next_field(&p, end, &f, "request");) {
+		const uint8_t *q, *r, *t;
+
+		if (f.num != 1)
+			continue;
+		for (q = f.p; next_field(&q, f.p + f.v, &g, "resource profiles");) {
+			if (g.num != 2 || g.wire != 2)
+				continue;
+			for (r = g.p; next_field(&r, g.p + g.v, &h, "scope profiles");) {
+				struct pb_field s;
+
+				if (h.num != 2 || h.wire != 2)
+					continue;
+				for (t = h.p; next_field(&t, h.p + h.v, &s, "profile");) {
+					if (s.wire != 2)
+						continue;
+					if (s.num == 1 || s.num == 5)
+						for (unsigned n = 1; n <= 2; n++)
+							check_indices(s.p, s.p + s.v, n, count[T_STRING],
+								      "value type string");
+					if (s.num != 2)
+						continue;
+					check_indices(s.p, s.p + s.v, 1, count[T_STACK], "sample stack");
+					check_indices(s.p, s.p + s.v, 2, count[T_ATTRIBUTE],
+						      "sample attribute");
+				}
+			}
+		}
+	}
+}
+
+/* export_otlp_opts()'s resources: three services, samples spread over them by index. */
+static int otlp_resource_of(void *ctx, const struct session *s, size_t sample)
+{
+	(void)ctx;
+	(void)s;
+	/* 3 is past the resources, and left out as -1 is */
+	return sample % 5 == 4 ? -1 : (int)(sample % 5);
+}
+
 static void check_svg(const char *out, size_t len)
 {
 	static const char head[] = "<?xml", tail[] = "</svg>\n";
@@ -226,11 +399,23 @@ static void check_markup(const char *out, size_t len)
 		check_text("markup", (const uint8_t *)out, len, "\n");
 }
 
-enum format { COLLAPSED, PPROF, MARKUP, SVG };
+enum format { COLLAPSED, PPROF, MARKUP, SVG, OTLP, OTLP_OPTS };
 
 static void export(const struct session *s, enum format fmt)
 {
-	static const char *const names[] = { "collapsed", "pprof", "markup", "svg" };
+	static const char *const names[] = { "collapsed", "pprof", "markup", "svg", "otlp",
+					     "otlp (options)" };
+	static const struct otlp_attr attrs[] = {
+		{ "service.name", "fuzz", 0 }, { "process.pid", NULL, -1 },
+		{ "host.name", "\xff\x01", 0 },
+	};
+	static const struct otlp_resource resources[] = {
+		{ attrs, 3 }, { attrs, 1 }, { NULL, 0 },
+	};
+	const struct otlp_opts otlp = {
+		.no_symbolize = true, .no_thread_label = true, .resources = resources,
+		.nresources = 3, .resource_of = otlp_resource_of, .time_ns = 1, .duration_ns = 2,
+	};
 	const struct svg_opts svg = { .title = "fuzz", .min_width = 0.1 };
 	char *out = NULL;
 	size_t len = 0;
@@ -243,6 +428,8 @@ static void export(const struct session *s, enum format fmt)
 	case COLLAPSED: err = export_collapsed(s, f, false); break;
 	case PPROF: err = export_pprof(s, f); break;
 	case MARKUP: err = export_markup(s, f); break;
+	case OTLP: err = export_otlp(s, f); break;
+	case OTLP_OPTS: err = export_otlp_opts(s, f, &otlp); break;
 	default: err = export_svg(s, f, &svg); break;
 	}
 	if (fclose(f))
@@ -254,6 +441,8 @@ static void export(const struct session *s, enum format fmt)
 		case COLLAPSED: check_collapsed(out, len, s); break;
 		case PPROF: check_pprof((const uint8_t *)out, len); break;
 		case MARKUP: check_markup(out, len); break;
+		case OTLP:
+		case OTLP_OPTS: check_otlp((const uint8_t *)out, len); break;
 		default: check_svg(out, len); break;
 		}
 	}
@@ -276,7 +465,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		broken("cannot hand %zu bytes to the session", size);
 	s = session__open(in.path, fuzz_session_opts(), &diag);
 	if (s) {
-		for (enum format fmt = COLLAPSED; fmt <= SVG; fmt++)
+		for (enum format fmt = COLLAPSED; fmt <= OTLP_OPTS; fmt++)
 			export(s, fmt);
 		session__free(s);
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof export: a profile as symbolizer markup, collapsed stacks, pprof or an SVG flame graph. */
+/* sfprof export: a profile as symbolizer markup, collapsed stacks, pprof, OTLP or an SVG flame graph. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -38,6 +38,14 @@ static const char usage[] =
 	"  pprof      gzipped profile.proto for `go tool pprof`: sample types\n"
 	"             samples/count and cpu/nanoseconds, mappings with build IDs,\n"
 	"             locations, functions, and pid, tid and thread labels.\n"
+	"  otlp       an OpenTelemetry ExportProfilesServiceRequest (profiles\n"
+	"             v1development, protobuf, not compressed), as an OTLP/HTTP\n"
+	"             exporter posts it: one resource per process (service.name,\n"
+	"             host.name, process.pid, process.executable.name and .path,\n"
+	"             container.id), CPU time in nanoseconds with the period, one\n"
+	"             dictionary of strings, mappings (build IDs as\n"
+	"             process.executable.build_id.gnu), locations, functions, stacks\n"
+	"             and attributes (thread.id, thread.name) shared by all.\n"
 	"  svg        an interactive flame graph, root at the bottom: hover for a\n"
 	"             frame's share, click to zoom, Ctrl-F to search. Self-contained.\n"
 	"             Frames are named as in collapsed. With --diff OLD, a differential\n"
@@ -47,7 +55,7 @@ static const char usage[] =
 	"             change; its title adds the change in points of the total.\n"
 	"\n"
 	"A profile holding several events (-e, --off-cpu) gives one event's samples\n"
-	"(collapsed, pprof, svg): --event's, else the first with samples (said on\n"
+	"(collapsed, pprof, otlp, svg): --event's, else the first with samples (said on\n"
 	"stderr). Their weights mean that event's unit: samples, events counted, or\n"
 	"nanoseconds off the CPU (offcpu-time, pprof's offcpu/nanoseconds).\n"
 	"\n"
@@ -58,7 +66,7 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"  -i, --input FILE            the profile (default sfprof.data)\n"
-	"  -f, --format FORMAT         markup, collapsed, pprof or svg\n"
+	"  -f, --format FORMAT         markup, collapsed, pprof, otlp or svg\n"
 	"  -o, --output OUT            write to OUT instead of stdout: a new file, owner-only\n"
 	"                              (0600, as the profile), put in place when complete;\n"
 	"                              a symbolic link there is refused\n"
@@ -79,7 +87,7 @@ static const char usage[] =
 
 enum { OPT_TITLE = 256, OPT_MIN_WIDTH, OPT_DIFF, OPT_KEEP_ADDRESSES, OPT_EVENT };
 
-static const char *const formats[] = { "markup", "collapsed", "pprof", "svg" };
+static const char *const formats[] = { "markup", "collapsed", "pprof", "otlp", "svg" };
 
 static int run(const struct session *s, const char *format, FILE *out,
 	       const struct svg_opts *svg)
@@ -90,6 +98,8 @@ static int run(const struct session *s, const char *format, FILE *out,
 		return export_collapsed(s, out, svg->keep_addresses);
 	if (!strcmp(format, "pprof"))
 		return export_pprof(s, out);
+	if (!strcmp(format, "otlp"))
+		return export_otlp(s, out);
 	return export_svg(s, out, svg);
 }
 
@@ -181,7 +191,7 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "sfprof export: say which format with -f FORMAT\n");
 		else
 			fprintf(stderr, "sfprof export: unknown format '%s' (markup, collapsed, "
-				"pprof or svg)\n", format);
+				"pprof, otlp or svg)\n", format);
 		fputs(usage, stderr);
 		ret = 2;
 		goto out;
@@ -193,6 +203,11 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!output && !strcmp(format, "pprof") && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "sfprof export: pprof output is gzipped binary: use -o FILE\n");
+		ret = 2;
+		goto out;
+	}
+	if (!output && !strcmp(format, "otlp") && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "sfprof export: otlp output is binary protobuf: use -o FILE\n");
 		ret = 2;
 		goto out;
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof export: the four output formats and what they share: folded stacks, addresses, strings. */
+/* sfprof export: the output formats and what they share: folded stacks, addresses, strings, units. */
 #ifndef SFPROF_EXPORT_H
 #define SFPROF_EXPORT_H
 
@@ -27,6 +27,22 @@ int export_collapsed(const struct session *s, FILE *out, bool keep_addresses);
 /** export_pprof() - a gzip-compressed profile.proto. */
 int export_pprof(const struct session *s, FILE *out);
 
+/*
+ * What a sample's values mean, for pprof and OTLP: samples/count, then, when
+ * @type is set, @type/@unit as the weight times @mult (a CPU clock's period
+ * in ns, the events a -c sample stands for), or as the weight itself when it
+ * is in nanoseconds already (off the CPU, an imported trace's wall time).
+ */
+struct export_units {
+	const char *type, *unit;
+	uint64_t mult;		/* also the profile's period, in @type's unit */
+	bool count;		/* samples/count is the first value */
+	bool weight_ns;		/* weights are nanoseconds: samples are counted apart */
+};
+
+/** export_units_of() - the units of event @event's samples (0: the header's cpu-clock). */
+struct export_units export_units_of(const struct session *s, uint32_t event);
+
 /* What export_pprof_opts() leaves out or sets, for a profile server's ingest (sfprof agent). */
 struct pprof_opts {
 	/*
@@ -47,6 +63,37 @@ struct pprof_opts {
 
 /** export_pprof_opts() - export_pprof() of part of a session, as @o says. */
 int export_pprof_opts(const struct session *s, FILE *out, const struct pprof_opts *o);
+
+/* One attribute of an OTLP resource: a string, or an integer when str is NULL. */
+struct otlp_attr {
+	const char *key;
+	const char *str;
+	int64_t num;
+};
+
+/* One ResourceProfiles of a request: its attributes (semantic conventions' names). */
+struct otlp_resource {
+	const struct otlp_attr *attrs;
+	size_t nattrs;
+};
+
+struct otlp_opts {
+	bool no_symbolize;		/* as pprof_opts: user frames as addresses in mappings with build IDs */
+	bool no_thread_label;		/* no thread.name / thread.id attribute on samples */
+	/* the resources; 0 of them: one per process of the session (pid, executable, host) */
+	const struct otlp_resource *resources;
+	size_t nresources;
+	/* the resource index of sample @i, or -1 to leave it out (NULL: every sample, resource 0) */
+	int (*resource_of)(void *ctx, const struct session *s, size_t sample);
+	void *ctx;
+	uint64_t time_ns, duration_ns;	/* 0: from the first to the last sample */
+};
+
+/** export_otlp_opts() - one ExportProfilesServiceRequest (protobuf, not compressed). @return 0 or -errno. */
+int export_otlp_opts(const struct session *s, FILE *out, const struct otlp_opts *o);
+
+/** export_otlp() - the whole session, one resource per process. */
+int export_otlp(const struct session *s, FILE *out);
 
 struct svg_opts {
 	const char *title;

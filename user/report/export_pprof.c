@@ -8,9 +8,8 @@
 
 #include "buildid/buildid.h"
 #include "export.h"
+#include "protobuf.h"
 #include "common/hmap.h"
-#include "util/text.h"
-#include "common/vec.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -27,72 +26,8 @@ enum {
 	FUNCTION_ID = 1, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME,
 };
 
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
 /* The most Lines of one Location: the session's deepest inlined chain (MAX_INLINED). */
 #define MAX_INLINED_LINES 64
-
-/* A growing protobuf buffer; an allocation failure is remembered and reported at the end. */
-struct pb {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void pb_raw(struct pb *b, const void *data, size_t n)
-{
-	if (b->oom || !n)
-		return;
-	if (VEC_RESERVE(b->p, b->cap, b->len + n, 256)) {
-		b->oom = true;
-		return;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-	uint8_t buf[10];
-	size_t n = 0;
-
-	do {
-		buf[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	pb_raw(b, buf, n);
-}
-
-/* A scalar field; zero is proto3's default and is left out. */
-static void pb_uint(struct pb *b, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_varint(b, field << 3 | WIRE_VARINT);
-	pb_varint(b, v);
-}
-
-static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t n)
-{
-	pb_varint(b, field << 3 | WIRE_LEN);
-	pb_varint(b, n);
-	pb_raw(b, data, n);
-}
-
-/* Append @sub as a message field and empty it for the next one. */
-static void pb_msg(struct pb *b, unsigned field, struct pb *sub)
-{
-	pb_bytes(b, field, sub->p, sub->len);
-	b->oom |= sub->oom;
-	sub->len = 0;
-	sub->oom = false;
-}
-
-static void pb_release(struct pb *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
 
 /* The id @key maps to in @ids, 0 when none. */
 static uint32_t id_of(struct hmap *ids, uint64_t key)
@@ -117,70 +52,10 @@ struct pprof {
 	bool oom;
 };
 
-/*
- * What a sample's values mean: samples/count, then, when @type is set,
- * @type/@unit as the weight times @mult (a CPU clock's period in ns, the
- * events a -c sample stands for), or as the weight itself when it is in
- * nanoseconds already (off the CPU, an imported trace's wall time).
- */
-struct units {
-	const char *type, *unit;
-	uint64_t mult;		/* also the profile's period, in @type's unit */
-	bool count;		/* samples/count is the first value */
-	bool weight_ns;		/* weights are nanoseconds: samples are counted apart */
-};
-
-/* The units of event @ev's samples (@event its index: 0 is the header's cpu-clock). */
-static struct units units_of(const struct session *s, uint32_t event)
-{
-	const struct profile_meta *meta = session__meta(s);
-	const struct session_event *ev = session__event(s, event);
-	bool clock = !event || (ev->type == PERF_TYPE_SOFTWARE &&
-				(ev->config == PERF_COUNT_SW_CPU_CLOCK ||
-				 ev->config == PERF_COUNT_SW_TASK_CLOCK));
-	uint32_t hz = event ? ev->freq_hz : meta->freq_hz;
-
-	if (!event && (meta->flags & PROFILE_F_WALL_NS))
-		return (struct units){ "wall", "nanoseconds", 1, false, true };
-	if (event && (ev->flags & PROFILE_EV_F_WEIGHT_NS))
-		return (struct units){ ev->type == PROFILE_EV_OFF_CPU ? "offcpu" : ev->name,
-				       "nanoseconds", 1, true, true };
-	if (clock && (hz || ev->period))
-		return (struct units){ "cpu", "nanoseconds", hz ? 1000000000u / hz : ev->period,
-				       true, false };
-	if (ev->period)
-		return (struct units){ ev->name, "count", ev->period, true, false };
-	/* a count sampled at a frequency: what a sample stands for varies; samples only */
-	return (struct units){ NULL, NULL, 1, true, false };
-}
-
-/*
- * The id of @s in the string table, escaped: protobuf strings are UTF-8, and
- * names, paths and comms come from outside. The escaping is injective, so
- * distinct strings keep distinct ids.
- */
+/* The id of @s in the string table (escaped, pb_string_id()). */
 static uint64_t str(struct pprof *p, const char *s)
 {
-	char buf[256], *heap = NULL;
-	const char *shown = s ? s : "";
-	int64_t id;
-
-	if (!text_clean(shown, 0)) {
-		size_t n = text_escape(buf, sizeof(buf), shown, 0);
-
-		if (n >= sizeof(buf) && !(heap = text_dup(shown, 0))) {
-			p->oom = true;
-			return 0;
-		}
-		shown = heap ? heap : buf;
-	}
-	id = strtab__intern(&p->strs, shown, strlen(shown));
-	free(heap);
-	if (id < 0) {
-		p->oom = true;
-		return 0;
-	}
-	return id;
+	return pb_string_id(&p->strs, s, &p->oom);
 }
 
 static void value_type(struct pprof *p, struct pb *out, unsigned field, const char *type,
@@ -356,7 +231,7 @@ static int cmp_samples(const void *a, const void *b, void *arg)
 }
 
 static void put_sample(struct pprof *p, const struct session_sample *sm, uint64_t count,
-		       uint64_t weight, const struct units *u, struct pb *ids, struct pb *sample)
+		       uint64_t weight, const struct export_units *u, struct pb *ids, struct pb *sample)
 {
 	const struct session_stack *st = session__stack(p->s, sm->stack);
 
@@ -438,7 +313,7 @@ static void put_profile(struct pprof *p, struct pb *prof)
 	const struct session_totals *tot = session__totals(p->s);
 	size_t all = session__nsamples(p->s), n = 0;
 	/* one event's samples (pick_event()): its units */
-	struct units u = units_of(p->s, all ? session__sample(p->s, 0)->event : 0);
+	struct export_units u = export_units_of(p->s, all ? session__sample(p->s, 0)->event : 0);
 	size_t *order = calloc(all + 1, sizeof(*order));
 	uint64_t first = UINT64_MAX, last = 0;
 	struct pb ids = { 0 }, sample = { 0 };
@@ -552,4 +427,27 @@ int export_pprof_opts(const struct session *s, FILE *out, const struct pprof_opt
 	pb_release(&p.line);
 	pb_release(&prof);
 	return err;
+}
+
+struct export_units export_units_of(const struct session *s, uint32_t event)
+{
+	const struct profile_meta *meta = session__meta(s);
+	const struct session_event *ev = session__event(s, event);
+	bool clock = !event || (ev->type == PERF_TYPE_SOFTWARE &&
+				(ev->config == PERF_COUNT_SW_CPU_CLOCK ||
+				 ev->config == PERF_COUNT_SW_TASK_CLOCK));
+	uint32_t hz = event ? ev->freq_hz : meta->freq_hz;
+
+	if (!event && (meta->flags & PROFILE_F_WALL_NS))
+		return (struct export_units){ "wall", "nanoseconds", 1, false, true };
+	if (event && (ev->flags & PROFILE_EV_F_WEIGHT_NS))
+		return (struct export_units){ ev->type == PROFILE_EV_OFF_CPU ? "offcpu" : ev->name,
+					      "nanoseconds", 1, true, true };
+	if (clock && (hz || ev->period))
+		return (struct export_units){ "cpu", "nanoseconds",
+					      hz ? 1000000000u / hz : ev->period, true, false };
+	if (ev->period)
+		return (struct export_units){ ev->name, "count", ev->period, true, false };
+	/* a count sampled at a frequency: what a sample stands for varies; samples only */
+	return (struct export_units){ NULL, NULL, 1, true, false };
 }
