@@ -45,6 +45,16 @@ agent_leaf <- agent_mid <- main.
               merged just above a _PyEval_EvalFrameDefault frame (the module's
               then runpy's _run_code <- _run_module_as_main); with --python-only
               the payloads hold Python frames alone, the same chains.
+  connect     --push-api connect (Pyroscope's push.v1.PusherService/Push), the receiver
+              answering the first 2 pushes with 500 and a connect error (JSON), then
+              200: each window arrives once, in one request (one POST) holding a
+              series per service, the windows tiling time (the pprofs' time and
+              duration), with the samples the agent wrote; agent_work's series has
+              __name__=process_cpu, service_name, host, exe and pyroscope_spy, its
+              chains complete; connect's headers, tenant and token came; the
+              agent's log says the connect error's message; a run with --push-api
+              ingest after it leaves the connect payloads spooled for a connect run,
+              and pushes one an older sfprof spooled (SFPUSH1) to /ingest.
   flight      `record --flight-recorder 2`: SIGUSR2, 3 s after the command's
               exec, writes the last 2 s of samples and nothing older (a program
               that changes its leaf function every second says which second a
@@ -127,12 +137,13 @@ def free_port():
 
 
 class Receiver:
-    def __init__(self, port, out):
-        self.port, self.out, self.proc = port, out, None
+    def __init__(self, port, out, args=()):
+        self.port, self.out, self.proc, self.args = port, out, None, list(args)
 
     def start(self):
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, 'agent_receiver.py'),
-                                      str(self.port), self.out], stdout=subprocess.PIPE, text=True)
+                                      str(self.port), self.out, *self.args],
+                                     stdout=subprocess.PIPE, text=True)
         if self.proc.stdout.readline().strip() != 'ready':
             raise Failure('the receiver did not start')
 
@@ -145,7 +156,7 @@ class Receiver:
     def pushes(self):
         got = []
         for name in sorted(os.listdir(self.out)):
-            if name.endswith('.json'):
+            if name.endswith('.json') and name[:6].isdigit():
                 base = os.path.join(self.out, name[:-5])
                 with open(base + '.json') as f:
                     meta = json.load(f)
@@ -924,6 +935,128 @@ def case_flight(ctx):
     check_last(end, last, 2, 'at exit')
 
 
+def connect_spans(pushes):
+    """The windows [(from, until)] of connect series, from their pprofs' time and duration."""
+    return sorted({(m['time_nanos'] // 10**9, (m['time_nanos'] + m['duration_nanos']) // 10**9)
+                   for m, _ in pushes})
+
+
+def check_requests(pushes):
+    """Each request one window (all its series), each window in one request: none pushed twice."""
+    of = {}
+    for m, _ in pushes:
+        of.setdefault(m['request'], set()).update(connect_spans([(m, None)]))
+    spans = [sorted(s) for s in of.values()]
+    if any(len(s) != 1 for s in spans):
+        raise Failure(f'a request holds several windows: {spans}')
+    flat = [s[0] for s in spans]
+    if len(set(flat)) != len(flat):
+        raise Failure(f'a window came in {len(flat) - len(set(flat)) + 1} requests: pushed twice')
+    return len(of)
+
+
+def case_connect(ctx):
+    work = ctx.build_work()
+    rcv = Receiver(free_port(), ctx.path('received'), ['--fail-first', '2'])
+    spool = ctx.path('spool')
+    rcv.start()
+    token = secrets.token_hex(16)
+    with open(ctx.path('token'), 'w') as f:
+        f.write(token + '\n')
+    os.chmod(ctx.path('token'), 0o600)
+    try:
+        ctx.spawn([work, '12'])
+        s = agent(ctx, ['--push', f'http://127.0.0.1:{rcv.port}/', '--push-api', 'connect',
+                        '--spool-dir', spool, '--window', '2', '-d', '7', '-F', '99',
+                        '--max-backoff', '1', '--flush-timeout', '10', '--max-memory', '128M',
+                        '--tenant', 'team-c', '--bearer-token-file', ctx.path('token')])
+    finally:
+        rcv.stop()
+    pushes = rcv.pushes()
+    with open(os.path.join(rcv.out, 'failed.json')) as f:
+        failed = json.load(f)['failed']
+    log(f'{s["windows"]} windows, {s["payloads"]} payloads, {s["pushed"]} pushed, '
+        f'{s["failures"]} tries failed; the receiver failed {failed}, stored {len(pushes)} series')
+    if s['failed'] or s['windows'] < 3:
+        raise Failure(f'{s["windows"]} windows written, {s["failed"]} not')
+    if failed != 2 or s['failures'] != 2:
+        raise Failure(f'the receiver failed {failed} pushes, the agent counted {s["failures"]}')
+    # the connect error's message, as the receiver wrote it, in the agent's log
+    if not re.search(r'push\.v1\.PusherService/Push: HTTP 500 \(internal: the receiver is told '
+                     r'to fail \(push 1\)\): payloads stay spooled', s['stderr']):
+        raise Failure('the agent did not say the connect error\'s message')
+    if any(m['api'] != 'connect' for m, _ in pushes):
+        raise Failure('a push came to /ingest')
+    requests = check_requests(pushes)
+    n = s['windows'] - s['empty']
+    # one payload, one POST per window
+    if not (s['payloads'] == s['pushed'] == requests == n) or s['spooled']:
+        raise Failure(f'{n} windows with samples, {s["payloads"]} payloads, {s["pushed"]} pushed, '
+                      f'{requests} requests taken, {s["spooled"]} left')
+    dup = pushes + [(dict(m, request=10**6), p) for m, p in pushes[:1]]
+    must_fail('a window pushed twice', check_requests, dup)
+    spans = connect_spans(pushes)
+    check_tiling(spans, n)
+    must_fail('a window left out', check_tiling, spans[:1] + spans[2:], n)
+    check_total(pushes, s['samples'])
+    must_fail('a series left out', check_total, pushes[1:], s['samples'])
+    for m, _ in pushes:
+        lb = m['labels']
+        if (lb.get('__name__') != 'process_cpu' or not lb.get('service_name') or
+                lb.get('host') != label_clean(os.uname().nodename) or
+                lb.get('pyroscope_spy') != 'sfprof'):
+            raise Failure(f'labels {lb}')
+        if any(not re.fullmatch(r'[a-zA-Z_][a-zA-Z0-9_]*', k) for k in lb):
+            raise Failure(f'a label name Prometheus refuses: {sorted(lb)}')
+        if (m['content_type'] != 'application/proto' or m['connect_version'] != '1' or
+                m['tenant'] != 'team-c' or m['authorization'] != f'Bearer {token}'):
+            raise Failure(f'headers: {m["content_type"]}, {m["connect_version"]}, '
+                          f'{m["tenant"]}, {m["authorization"]}')
+    # one series per service in each request
+    for r in {m['request'] for m, _ in pushes}:
+        names = [tuple(sorted(m['labels'].items())) for m, _ in pushes if m['request'] == r]
+        if len(names) != len(set(names)):
+            raise Failure(f'request {r} holds a service twice')
+    mine = [x for x in pushes if x[0]['labels'].get('service_name') == 'agent_work' and
+            x[0]['labels'].get('exe') == label_clean(work)]
+    if not mine:
+        raise Failure(f'no series agent_work with exe={work}: '
+                      f'{sorted({m["labels"].get("service_name") for m, _ in pushes})}')
+    check_chain(mine, 'agent_work (connect)')
+    must_fail('another leaf', check_chain, mine, 'agent_work', ['agent_mid', 'agent_leaf', 'main'])
+    if token in s['stderr']:
+        raise Failure('the token was printed')
+    # payloads for connect left in the spool are not pushed to /ingest by another run
+    os.makedirs(spool, exist_ok=True)
+    name = f'{int(time.time()):010d}-00000000-00000000.push'
+    body = b'SFPUSH2\nconnect ' + f'http://127.0.0.1:{rcv.port}{"/push.v1.PusherService/Push"}'.encode() + \
+        b'\n\n' + b'\x0a\x00'
+    with open(os.path.join(spool, name), 'wb') as f:
+        f.write(body)
+    # one left by an sfprof before connect (SFPUSH1, no API line): an /ingest payload
+    old = f'{int(time.time()) - 1:010d}-00000000-00000001.push'
+    with open(os.path.join(spool, old), 'wb') as f:
+        f.write(b'SFPUSH1\nname=old_payload%7Bhost%3Dh%7D&from=1&until=2&format=pprof\nbody')
+    rcv2 = Receiver(rcv.port, ctx.path('received2'))
+    rcv2.start()
+    try:
+        s2 = agent(ctx, ['--push', f'http://127.0.0.1:{rcv.port}', '--spool-dir', spool,
+                         '--window', '1', '-d', '1', '-F', '19'])
+    finally:
+        rcv2.stop()
+    if not os.path.exists(os.path.join(spool, name)):
+        raise Failure('the connect payload left by a run was taken by an ingest run')
+    if any(m.get('api') == 'connect' for m, _ in rcv2.pushes()):
+        raise Failure('an ingest run pushed to connect')
+    if os.path.exists(os.path.join(spool, old)) or \
+            not any(service(m) == 'old_payload{host=h}' for m, _ in rcv2.pushes()):
+        raise Failure('the SFPUSH1 payload was not pushed to /ingest')
+    if 'payloads made for another API or server' not in s2['stderr'] or \
+            not re.search(r'push: 1 payloads spooled for another API', s2['stderr']):
+        raise Failure('the ingest run did not say it left the connect payload')
+    log('ok: the connect payload stays for a connect run')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--sfprof', required=True)
@@ -935,7 +1068,7 @@ def main():
     ctx = Ctx(args)
     cases = {'windows': case_windows, 'down': case_down, 'spool': case_spool,
              'containers': case_containers, 'flight': case_flight, 'raw': case_raw,
-             'jit': case_jit, 'python': case_python}
+             'jit': case_jit, 'python': case_python, 'connect': case_connect}
     try:
         cases[args.case](ctx)
     except Failure as e:

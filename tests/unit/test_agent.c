@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <cmocka.h>
 
+#include "agent/connect.h"
+#include "agent/otel.h"
 #include "agent/outdir.h"
 #include "agent/service.h"
 
@@ -261,6 +263,298 @@ static void test_retention(void **state)
 	assert_int_equal(outdir_retain(dir, &(struct retention){ 1, 0, 0 }, 0), -ENOENT);
 }
 
+/* --- OpenTelemetry's settings (otel.c) --- */
+
+/* The list as "k=v|k=v" (in order). */
+static void list_str(const struct otel_list *l, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < l->n; i++)
+		n += snprintf(buf + n, n < cap ? cap - n : 0, "%s%s=%s", i ? "|" : "", l->kv[i].key,
+			      l->kv[i].value);
+}
+
+static void test_otel_parse_list(void **state)
+{
+	static const struct {
+		const char *in;
+		bool headers;
+		int ret;
+		const char *want;	/* the list, or a part of the error */
+	} cases[] = {
+		{ "k1=v1,k2=v2", true, 0, "k1=v1|k2=v2" },
+		{ " api-key = secret%20value , x=%2C%3D%25 ", true, 0, "api-key=secret value|x=,=%" },
+		{ "a=1,,b=2,", false, 0, "a=1|b=2" },
+		{ "a=1+2", false, 0, "a=1+2" },			/* '+' is no space (RFC 3986) */
+		{ "Auth=one,auth=two", true, 0, "Auth=two" },	/* header names without case */
+		{ "Auth=one,auth=two", false, 0, "Auth=one|auth=two" },
+		{ "service.name=svc,k8s.pod.name=p%C3%A9", false, 0, "service.name=svc|k8s.pod.name=p\xc3\xa9" },
+		{ "k=", false, 0, "k=" },
+		{ "k=a=b", false, 0, "k=a=b" },
+		{ "noequals", true, -EINVAL, "member 1 is not KEY=VALUE" },
+		{ "a=1,secret", true, -EINVAL, "member 2 is not KEY=VALUE" },
+		{ "=v", false, -EINVAL, "member 1 has no key" },
+		{ "a b=v", false, -EINVAL, "member 1: a key is" },
+		{ "k=%zz", false, -EINVAL, "the value of k" },
+		{ "k=%4", false, -EINVAL, "the value of k" },
+		{ "k=%00", false, -EINVAL, "decodes to NUL" },
+		{ "k=a%0d%0aX-Evil: 1", true, -EINVAL, "control character" },
+		{ "k=a%0d%0ab", false, 0, "k=a\r\nb" },		/* an attribute may */
+		{ "k=a%09b", true, 0, "k=a\tb" },
+	};
+	char buf[256], err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct otel_list l = { 0 };
+		int ret;
+
+		err[0] = '\0';
+		ret = otel_parse_list(&l, cases[i].in, cases[i].headers, "VAR", err, sizeof(err));
+		if (ret != cases[i].ret)
+			fail_msg("\"%s\": %d (%s), not %d", cases[i].in, ret, err, cases[i].ret);
+		if (!ret) {
+			list_str(&l, buf, sizeof(buf));
+			if (strcmp(buf, cases[i].want))
+				fail_msg("\"%s\": \"%s\", not \"%s\"", cases[i].in, buf, cases[i].want);
+		} else if (!strstr(err, cases[i].want) || strncmp(err, "VAR: ", 5)) {
+			fail_msg("\"%s\": said \"%s\"", cases[i].in, err);
+		}
+		/* a secret in a value is never said */
+		assert_null(strstr(err, "secret"));
+		for (size_t k = 0; k < l.n; k++) {
+			free(l.kv[k].key);
+			free(l.kv[k].value);
+		}
+		free(l.kv);
+	}
+}
+
+static const char *table_getenv(void *ctx, const char *name)
+{
+	const char *const (*vars)[2] = ctx;
+
+	for (size_t i = 0; vars[i][0]; i++)
+		if (!strcmp(vars[i][0], name))
+			return vars[i][1];
+	return NULL;
+}
+
+static void test_otel_export_read(void **state)
+{
+	static const char *const none[][2] = { { NULL, NULL } };
+	static const char *const base[][2] = {
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/" },
+		{ "OTEL_EXPORTER_OTLP_HEADERS", "x-common=1,x-both=common" },
+		{ "OTEL_EXPORTER_OTLP_PROFILES_HEADERS", "X-Both=profiles" },
+		{ "OTEL_EXPORTER_OTLP_COMPRESSION", "gzip" },
+		{ "OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attrs,deployment.environment=prod" },
+		{ "OTEL_SERVICE_NAME", "from-env" },
+		{ NULL, NULL } };
+	static const char *const prof[][2] = {
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318" },
+		{ "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "https://p.example/custom/path" },
+		{ "OTEL_EXPORTER_OTLP_COMPRESSION", "gzip" },
+		{ "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION", "none" },
+		{ "OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attrs" },
+		{ NULL, NULL } };
+	/* empty is unset: the base endpoint is used */
+	static const char *const empty[][2] = {
+		{ "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "" },
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/otlp" },
+		{ "OTEL_EXPORTER_OTLP_COMPRESSION", "" },
+		{ NULL, NULL } };
+	static const char *const badcomp[][2] = {
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318" },
+		{ "OTEL_EXPORTER_OTLP_COMPRESSION", "zstd" },
+		{ NULL, NULL } };
+	static const char *const badurl[][2] = {
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318" }, { NULL, NULL } };
+	static const char *const badhdr[][2] = {
+		{ "OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318" },
+		{ "OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Basic abc,broken" },
+		{ NULL, NULL } };
+	/* no endpoint: nothing else is read, a bad variable meant for others is no error */
+	static const char *const other[][2] = {
+		{ "OTEL_RESOURCE_ATTRIBUTES", "broken" }, { "OTEL_EXPORTER_OTLP_COMPRESSION", "x" },
+		{ NULL, NULL } };
+	static const struct {
+		const char *const (*env)[2];
+		const char *option;
+		int ret;
+		const char *endpoint;	/* or a part of the error */
+		enum otel_endpoint_from from;
+		bool gzip;
+		const char *headers, *resource;
+	} cases[] = {
+		{ none, NULL, 0, NULL, OTEL_FROM_NONE, false, "", "" },
+		{ other, NULL, 0, NULL, OTEL_FROM_NONE, false, "", "" },
+		{ base, NULL, 0, "http://collector:4318/v1development/profiles", OTEL_FROM_ENV, true,
+		  "x-common=1|x-both=profiles", "service.name=from-env|deployment.environment=prod" },
+		{ prof, NULL, 0, "https://p.example/custom/path", OTEL_FROM_PROFILES_ENV, false, "",
+		  "service.name=from-attrs" },
+		{ empty, NULL, 0, "http://c:4318/otlp/v1development/profiles", OTEL_FROM_ENV, false, "", "" },
+		/* the option wins; a server alone gets the path, a path is used as given */
+		{ prof, "http://127.0.0.1:4318", 0, "http://127.0.0.1:4318/v1development/profiles",
+		  OTEL_FROM_OPTION, false, "", "service.name=from-attrs" },
+		{ none, "http://h:1/", 0, "http://h:1/v1development/profiles", OTEL_FROM_OPTION, false, "", "" },
+		{ none, "http://h:1/x/v1development/profiles", 0, "http://h:1/x/v1development/profiles",
+		  OTEL_FROM_OPTION, false, "", "" },
+		{ none, "ftp://h", -EINVAL, "--otlp-endpoint: not an http", 0, false, NULL, NULL },
+		{ none, "http://", -EINVAL, "--otlp-endpoint: no host", 0, false, NULL, NULL },
+		{ none, "http://h/a b", -EINVAL, "--otlp-endpoint: a space", 0, false, NULL, NULL },
+		{ badcomp, NULL, -EINVAL, "OTEL_EXPORTER_OTLP_COMPRESSION: gzip or none", 0, false, NULL, NULL },
+		{ badurl, NULL, -EINVAL, "OTEL_EXPORTER_OTLP_ENDPOINT: not an http", 0, false, NULL, NULL },
+		{ badhdr, NULL, -EINVAL, "OTEL_EXPORTER_OTLP_HEADERS: member 2", 0, false, NULL, NULL },
+	};
+	char buf[512], err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct otel_export e;
+		int ret;
+
+		err[0] = '\0';
+		ret = otel_export_read(&e, cases[i].option, table_getenv, (void *)cases[i].env, err,
+				       sizeof(err));
+		if (ret != cases[i].ret)
+			fail_msg("case %zu: %d (%s), not %d", i, ret, err, cases[i].ret);
+		if (ret) {
+			if (!strstr(err, cases[i].endpoint))
+				fail_msg("case %zu: said \"%s\"", i, err);
+			assert_null(strstr(err, "abc"));
+			otel_export_free(&e);
+			continue;
+		}
+		assert_int_equal(e.from, cases[i].from);
+		if (cases[i].endpoint)
+			assert_string_equal(e.endpoint, cases[i].endpoint);
+		else
+			assert_null(e.endpoint);
+		assert_int_equal(e.gzip, cases[i].gzip);
+		list_str(&e.headers, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].headers);
+		list_str(&e.resource, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].resource);
+		otel_export_free(&e);
+		otel_export_free(&e);	/* twice: freed state is empty */
+	}
+	otel_export_free(NULL);
+}
+
+/* --- Pyroscope's connect push (connect.c) --- */
+
+static void test_connect_request(void **state)
+{
+	static const uint8_t want[] = {
+		0x0a, 0x0e,				/* series, 14 bytes */
+		0x0a, 0x06, 0x0a, 0x01, 'a', 0x12, 0x01, 'b',	/* labels { name "a", value "b" } */
+		0x12, 0x04, 0x0a, 0x02, 'x', 'y',	/* samples { raw_profile "xy" } */
+	};
+	struct connect_request r = { 0 };
+	const struct connect_label one = { "a", "b" };
+	uint8_t *big = calloc(1, 300);
+
+	(void)state;
+	assert_int_equal(connect_request__add(&r, &one, 1, "xy", 2), 0);
+	assert_int_equal(r.len, sizeof(want));
+	assert_memory_equal(r.buf, want, sizeof(want));
+	/* a second series follows; lengths past 127 take two varint bytes */
+	assert_non_null(big);
+	assert_int_equal(connect_request__add(&r, &one, 1, big, 300), 0);
+	assert_int_equal(r.nseries, 2);
+	/* 0a LEN(2) [0a 06 ...(8)] [12 LEN(2) [0a LEN(2) 300]] */
+	assert_int_equal(r.len, sizeof(want) + 1 + 2 + 8 + 1 + 2 + 1 + 2 + 300);
+	assert_int_equal(r.buf[sizeof(want)], 0x0a);
+	assert_int_equal(r.buf[sizeof(want) + 1], (8 + 1 + 2 + 1 + 2 + 300) % 128 | 0x80);
+	assert_int_equal(r.buf[sizeof(want) + 2], (8 + 1 + 2 + 1 + 2 + 300) / 128);
+	connect_request__release(&r);
+	assert_null(r.buf);
+	assert_int_equal(r.len, 0);
+	free(big);
+}
+
+static void test_connect_labels_url(void **state)
+{
+	struct service sv;
+	struct connect_label l[CONNECT_MAX_LABELS];
+	char host[128], *url;
+	size_t n;
+
+	(void)state;
+	service_of(GROUP_CONTAINER, "/system.slice/docker-" ID64 ".scope", "/usr/bin/app", NULL,
+		   "app", &sv);
+	n = connect_labels(&sv, "my host{1}", host, l);
+	assert_int_equal(n, 5);
+	assert_string_equal(l[0].name, "__name__");
+	assert_string_equal(l[0].value, "process_cpu");
+	assert_string_equal(l[1].name, "service_name");
+	assert_string_equal(l[1].value, "docker-0123456789ab");
+	assert_string_equal(l[2].name, "host");
+	assert_string_equal(l[2].value, "my_host_1_");	/* as the /ingest query has it */
+	assert_string_equal(l[3].name, "container_id");
+	assert_string_equal(l[3].value, ID64);
+	assert_string_equal(l[4].name, "pyroscope_spy");
+	service_of(GROUP_EXE, NULL, "/usr/bin/python3.11", "/srv/app.py", "python3", &sv);
+	n = connect_labels(&sv, "h", host, l);
+	assert_int_equal(n, 6);
+	assert_string_equal(l[3].name, "exe");
+	assert_string_equal(l[4].name, "script");
+	assert_string_equal(l[4].value, "/srv/app.py");
+	for (size_t i = 0; i < n; i++)	/* Prometheus label names */
+		for (const char *c = l[i].name; *c; c++)
+			assert_true((*c >= 'a' && *c <= 'z') || *c == '_');
+	url = connect_url("http://h:4040");
+	assert_string_equal(url, "http://h:4040/push.v1.PusherService/Push");
+	free(url);
+	url = connect_url("https://h/prefix//");
+	assert_string_equal(url, "https://h/prefix/push.v1.PusherService/Push");
+	free(url);
+	url = connect_url("http://h/push.v1.PusherService/Push");
+	assert_string_equal(url, "http://h/push.v1.PusherService/Push");
+	free(url);
+}
+
+static void test_connect_error_message(void **state)
+{
+	static const struct {
+		const char *body;
+		int ret;
+		const char *want;
+	} cases[] = {
+		{ "{\"code\":\"unavailable\",\"message\":\"ingester down\"}", 0, "unavailable: ingester down" },
+		{ " {\"details\":[{\"type\":\"x\",\"value\":\"}]\"}],\"message\":\"a\\\"b\\u0041\\n\","
+		  "\"n\":-1.5e3,\"t\":true,\"code\":\"internal\"} ", 0, "internal: a\"bA " },
+		{ "{\"message\":\"only\"}", 0, "only" },
+		{ "{\"code\":\"invalid_argument\"}", 0, "invalid_argument" },
+		{ "{\"code\":\"a\\u0001\\u00e9\"}", 0, "a ?" },
+		{ "{}", -ENOENT, "" },
+		{ "{\"other\":1}", -ENOENT, "" },
+		{ "", -EBADMSG, "" },
+		{ "not json", -EBADMSG, "" },
+		{ "{\"code\":\"x\"", -EBADMSG, "" },
+		{ "{\"code\":\"x", -EBADMSG, "" },
+		{ "{\"code\":\"\\q\"}", -EBADMSG, "" },
+		{ "{\"code\":\"\\u12\"}", -EBADMSG, "" },
+		{ "{\"details\":[[[}", -EBADMSG, "" },
+	};
+	char out[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = connect_error_message(cases[i].body, strlen(cases[i].body), out, sizeof(out));
+
+		if (ret != cases[i].ret || strcmp(out, cases[i].want))
+			fail_msg("%s: %d \"%s\", not %d \"%s\"", cases[i].body, ret, out, cases[i].ret,
+				 cases[i].want);
+	}
+	/* cut to the room given */
+	assert_int_equal(connect_error_message("{\"message\":\"0123456789\"}", 24, out, 5), 0);
+	assert_string_equal(out, "0123");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +563,11 @@ int main(void)
 		cmocka_unit_test(test_service_of_python),
 		cmocka_unit_test(test_service_query),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_otel_parse_list),
+		cmocka_unit_test(test_otel_export_read),
+		cmocka_unit_test(test_connect_request),
+		cmocka_unit_test(test_connect_labels_url),
+		cmocka_unit_test(test_connect_error_message),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

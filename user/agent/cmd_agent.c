@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "otel.h"
 #include "outdir.h"
 #include "push.h"
 #include "record/recorder.h"
@@ -69,6 +70,17 @@ static const char usage[] =
 	"      --push URL         push each window to this server (http or https; its\n"
 	"                         /ingest unless URL has a path): a gzipped pprof per\n"
 	"                         service, name=SERVICE{host=...,container_id=...,exe=...}\n"
+	"      --push-api API     ingest (the default: POST /ingest, a payload per\n"
+	"                         service) or connect (Pyroscope's push.v1.PusherService/\n"
+	"                         Push under URL: one PushRequest per window, a series per\n"
+	"                         service with __name__=process_cpu, service_name= and\n"
+	"                         the labels above)\n"
+	"      --otlp-endpoint URL  OpenTelemetry profiles over OTLP/HTTP (URL with no\n"
+	"                         path gets /v1development/profiles); without it\n"
+	"                         OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT or ..._ENDPOINT, and\n"
+	"                         OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS, _COMPRESSION,\n"
+	"                         OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME are read and\n"
+	"                         checked; the OTLP push itself is not wired yet\n"
 	"      --group-by KEY     the service of a process: container (the default: its\n"
 	"                         container's ID from its cgroup, docker, containerd,\n"
 	"                         cri-o, podman, a Kubernetes pod's UID; a process in\n"
@@ -131,6 +143,8 @@ struct agent {
 	const char *output_dir;
 	struct retention keep;
 	struct push_opts push;
+	const char *otlp_endpoint;	/* --otlp-endpoint */
+	struct otel_export otel;	/* it and the OTEL_* variables, checked */
 	char *token, *basic;		/* read from their files */
 	uint64_t max_memory;
 	unsigned workers;
@@ -206,6 +220,7 @@ enum {
 	OPT_PUSH, OPT_GROUP_BY, OPT_NO_SYMBOLIZE, OPT_NO_INLINE, OPT_TENANT, OPT_BEARER, OPT_BASIC,
 	OPT_SPOOL_DIR, OPT_SPOOL_SIZE, OPT_FLUSH, OPT_MAX_MEMORY, OPT_THREADS,
 	OPT_NO_BUILDID, OPT_BUILDID_SIZE, OPT_MAX_BACKOFF, OPT_PUSH_TIMEOUT, OPT_PYTHON_ONLY,
+	OPT_PUSH_API, OPT_OTLP_ENDPOINT,
 };
 
 /* @return 0, 1 for --help, or 2 (said). */
@@ -220,6 +235,8 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
 		{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
 		{ "push", required_argument, NULL, OPT_PUSH },
+		{ "push-api", required_argument, NULL, OPT_PUSH_API },
+		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE },
 		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
@@ -240,6 +257,8 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *bearer_file = NULL, *basic_file = NULL;
+	bool push_api = false;
+	char why[256];
 	uint64_t v;
 	char *end;
 	int c;
@@ -294,6 +313,20 @@ static int parse_args(struct agent *a, int argc, char **argv)
 				return 2;
 			}
 			a->push.url = optarg;
+			break;
+		case OPT_PUSH_API:
+			if (!strcmp(optarg, "ingest"))
+				a->push.api = PUSH_API_INGEST;
+			else if (!strcmp(optarg, "connect"))
+				a->push.api = PUSH_API_CONNECT;
+			else {
+				fprintf(stderr, "sfprof agent: --push-api takes ingest or connect\n");
+				return 2;
+			}
+			push_api = true;
+			break;
+		case OPT_OTLP_ENDPOINT:
+			a->otlp_endpoint = optarg;
 			break;
 		case OPT_GROUP_BY:
 			if (!strcmp(optarg, "container"))
@@ -398,14 +431,25 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			"system\n", argv[optind]);
 		return 2;
 	}
+	/* bad OTEL_* settings are said now, not when the first window is pushed */
+	if (otel_export_read(&a->otel, a->otlp_endpoint, otel_getenv, NULL, why, sizeof(why))) {
+		fprintf(stderr, "sfprof agent: %s\n", why);
+		return 2;
+	}
+	if (!a->output_dir && !a->push.url && a->otel.from != OTEL_FROM_NONE) {
+		fprintf(stderr, "sfprof agent: OTLP export to %s is not wired yet: say where windows "
+			"go with --output-dir DIR or --push URL as well\n", a->otel.endpoint);
+		return 2;
+	}
 	if (!a->output_dir && !a->push.url) {
 		fprintf(stderr, "sfprof agent: say where windows go: --output-dir DIR, --push URL, or "
 			"both\n\n%s", usage);
 		return 2;
 	}
-	if (!a->push.url && (bearer_file || basic_file || a->push.tenant || a->push.no_symbolize)) {
-		fprintf(stderr, "sfprof agent: --tenant, --no-symbolize and the authentication files "
-			"go with --push\n");
+	if (!a->push.url && (bearer_file || basic_file || a->push.tenant || a->push.no_symbolize ||
+			     push_api)) {
+		fprintf(stderr, "sfprof agent: --tenant, --no-symbolize, --push-api and the "
+			"authentication files go with --push\n");
 		return 2;
 	}
 	if (bearer_file && basic_file) {
@@ -795,6 +839,9 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 	if (st->dropped_full)
 		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads dropped, the spool's "
 			"filesystem full\n", st->dropped_full);
+	if (st->elsewhere)
+		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads spooled for another API or "
+			"server left for a run that pushes there\n", st->elsewhere);
 	if (a->empty_windows)
 		fprintf(stderr, "sfprof agent: push: %" PRIu64 " windows held no sample: nothing "
 			"pushed for them\n", a->empty_windows);
@@ -891,9 +938,13 @@ int cmd_agent(int argc, char **argv)
 	/* the build-ID keeper, the unwinding threads writing into a.w, then sampling */
 	if (recorder__prepare(a.rec, a.w) || recorder__start(a.rec))
 		goto discard;
-	fprintf(stderr, "sfprof agent: sampling every process at %u Hz, %u s windows%s%s%s%s\n",
+	fprintf(stderr, "sfprof agent: sampling every process at %u Hz, %u s windows%s%s%s%s%s\n",
 		a.freq, a.window, a.output_dir ? " into " : "", a.output_dir ? a.output_dir : "",
-		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "");
+		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "",
+		a.push.url && a.push.api == PUSH_API_CONNECT ? " (connect)" : "");
+	if (a.otel.from != OTEL_FROM_NONE)
+		fprintf(stderr, "sfprof agent: OTLP export to %s: settings read and checked, the "
+			"push itself is not wired yet: nothing is sent there\n", a.otel.endpoint);
 	t0 = clock_mono_ns();
 	err = recorder__run(a.rec);
 	if (!err)
@@ -939,9 +990,11 @@ out:
 		curl_global_cleanup();
 	free(a.token);
 	free(a.basic);
+	otel_export_free(&a.otel);
 	return ret;
 out_args:
 	free(a.token);
 	free(a.basic);
+	otel_export_free(&a.otel);
 	return err == 1 ? 0 : err;
 }

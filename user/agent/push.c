@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof agent's pusher: windows to pprof payloads per service, a bounded spool on disk, libcurl with backoff. */
+/* sfprof agent's pusher: windows to pprof payloads (per service, or one connect PushRequest), a bounded spool on disk, libcurl with backoff. */
 #include <ctype.h>
 #include <curl/curl.h>
 #include <dirent.h>
@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connect.h"
 #include "push.h"
 #include "report/export.h"
 #include "symbolize/symbolize.h"
@@ -24,7 +25,14 @@
 #include "common/hmap.h"
 #include "common/vec.h"
 
-#define SPOOL_MAGIC "SFPUSH1\n"
+/*
+ * A payload's file: SPOOL_MAGIC, a line "API URL" (where it goes), a line
+ * with its query string (empty for connect), then the body. Files of
+ * SPOOL_MAGIC1 (before connect) have no API line: /ingest payloads, for
+ * whichever server a run pushes to.
+ */
+#define SPOOL_MAGIC "SFPUSH2\n"
+#define SPOOL_MAGIC1 "SFPUSH1\n"
 #define SPOOL_SUFFIX ".push"
 #define TMP_SUFFIX ".tmp"
 /* the until of the last window whose payloads are all in the spool (see commit_window) */
@@ -50,11 +58,13 @@ struct spooled {
 	uint64_t disk;			/* what it holds on disk: st_blocks * 512 */
 	uint64_t retry_at;		/* CLOCK_MONOTONIC ns; 0: now */
 	uint32_t tries;			/* its failures in a row: its backoff's exponent */
+	bool elsewhere;			/* for another API or server: never tried by this run */
 };
 
 struct pusher {
 	struct push_opts o;
-	char *url;			/* with /ingest */
+	char *url;			/* with /ingest, or the connect procedure's path */
+	const char *api;		/* "ingest" or "connect": in each payload's file */
 	char windows_dir[4096];
 	pthread_t thread;
 	bool started;
@@ -73,6 +83,7 @@ struct pusher {
 	/* the spool, the pusher thread's alone once started */
 	struct spooled *spool;		/* oldest first */
 	size_t nspool, spool_cap;
+	size_t nelsewhere;		/* of them, for another API or server */
 	struct spooled *pending;	/* the window being converted: written aside, not yet committed */
 	size_t npending, pending_cap;
 	uint64_t disk;			/* spooled, pending and the mark: what --spool-size bounds */
@@ -90,6 +101,9 @@ struct pusher {
 	long said_refused;		/* the last refusal's status said */
 	/* the transfer under way (curl's callbacks) */
 	long status;			/* the last status line's */
+	char body[1024];		/* the answer's first bytes: a connect error's JSON */
+	size_t body_len;
+	bool said_elsewhere;		/* payloads for another API or server were said */
 	uint64_t got_2xx;		/* when a 2xx status line came; 0 none */
 	bool aborted;			/* at the flush's deadline */
 	/*
@@ -173,6 +187,8 @@ static void spool_remove(struct pusher *p, size_t i)
 {
 	unlink_in_spool(p, p->spool[i].name);
 	p->disk -= p->spool[i].disk;
+	if (p->spool[i].elsewhere)
+		p->nelsewhere--;
 	memmove(p->spool + i, p->spool + i + 1, (p->nspool - i - 1) * sizeof(*p->spool));
 	p->nspool--;
 }
@@ -216,8 +232,8 @@ static int spool_make_room(struct pusher *p, uint64_t need)
 static int spool_write(struct pusher *p, uint64_t until, const char *query, const void *data,
 		       size_t len)
 {
-	size_t qlen = strlen(query);
-	uint64_t need = round_blocks(p, 8 + qlen + 1 + len);
+	size_t qlen = strlen(query), hlen = strlen(p->api) + 1 + strlen(p->url) + 1;
+	uint64_t need = round_blocks(p, 8 + hlen + qlen + 1 + len);
 	struct spooled e = { .disk = need };
 	char tmp[4200];
 	struct stat st;
@@ -239,6 +255,14 @@ static int spool_write(struct pusher *p, uint64_t until, const char *query, cons
 			err = -errno;
 		} else {
 			err = write_all(fd, SPOOL_MAGIC, 8);
+			if (!err)
+				err = write_all(fd, p->api, strlen(p->api));
+			if (!err)
+				err = write_all(fd, " ", 1);
+			if (!err)
+				err = write_all(fd, p->url, strlen(p->url));
+			if (!err)
+				err = write_all(fd, "\n", 1);
 			if (!err)
 				err = write_all(fd, query, qlen);
 			if (!err)
@@ -334,9 +358,13 @@ static int commit_window(struct pusher *p, uint64_t until)
 	return 0;
 }
 
-/* Read a spooled payload into *@buf (free it): its query string and body point into it. @return 0, -EBADMSG (not one of ours) or -errno. */
+/*
+ * Read a spooled payload into *@buf (free it): its query string and body
+ * point into it; *@here says whether it is for this run's API and URL.
+ * @return 0, -EBADMSG (not one of ours) or -errno.
+ */
 static int spool_read(struct pusher *p, const char *name, char **buf, const char **query,
-		      const uint8_t **body, size_t *len)
+		      const uint8_t **body, size_t *len, bool *here)
 {
 	char path[4200];
 	uint8_t *b = NULL, *nl;
@@ -374,13 +402,28 @@ static int spool_read(struct pusher *p, const char *name, char **buf, const char
 		got += n;
 	}
 	b[st.st_size] = '\0';
-	nl = memchr(b + 8, '\n', st.st_size - 8);
-	if (memcmp(b, SPOOL_MAGIC, 8) || !nl) {
+	*query = (char *)b + 8;
+	if (!memcmp(b, SPOOL_MAGIC1, 8)) {
+		/* before connect: /ingest's, for whichever server */
+		*here = !strcmp(p->api, "ingest");
+	} else if (!memcmp(b, SPOOL_MAGIC, 8) &&
+		   (nl = memchr(b + 8, '\n', st.st_size - 8))) {
+		size_t alen = strlen(p->api);
+
+		*nl = '\0';
+		*here = !strncmp((char *)b + 8, p->api, alen) && b[8 + alen] == ' ' &&
+			!strcmp((char *)b + 8 + alen + 1, p->url);
+		*query = (char *)nl + 1;
+	} else {
+		err = -EBADMSG;
+		goto out;
+	}
+	nl = memchr(*query, '\n', st.st_size - ((uint8_t *)*query - b));
+	if (!nl) {
 		err = -EBADMSG;
 		goto out;
 	}
 	*nl = '\0';
-	*query = (char *)b + 8;
 	*body = nl + 1;
 	*len = st.st_size - (nl + 1 - b);
 	*buf = (char *)b;
@@ -393,11 +436,18 @@ out:
 
 /* --- pushing --- */
 
-static size_t discard_body(void *data, size_t size, size_t n, void *ctx)
+/* The answer's body: its first bytes kept (a connect error says what is wrong there), the rest dropped. */
+static size_t keep_body(void *data, size_t size, size_t n, void *ctx)
 {
-	(void)data;
-	(void)ctx;
-	return size * n;
+	struct pusher *p = ctx;
+	size_t len = size * n, room = sizeof(p->body) - 1 - p->body_len;
+
+	if (len < room)
+		room = len;
+	memcpy(p->body + p->body_len, data, room);
+	p->body_len += room;
+	p->body[p->body_len] = '\0';
+	return len;
 }
 
 /* Each header line of the answer: the status line's 2xx is delivery, whatever happens to the rest. */
@@ -431,8 +481,10 @@ static long post(struct pusher *p, const char *query, const uint8_t *body, size_
 		snprintf(why, whylen, "out of memory");
 		return 0;
 	}
-	snprintf(url, ulen, "%s%s%s", p->url, strchr(p->url, '?') ? "&" : "?", query);
+	snprintf(url, ulen, "%s%s%s", p->url, !*query ? "" : strchr(p->url, '?') ? "&" : "?", query);
 	p->status = 0;
+	p->body_len = 0;
+	p->body[0] = '\0';
 	p->got_2xx = 0;
 	p->aborted = false;
 	curl_easy_setopt(p->curl, CURLOPT_URL, url);
@@ -513,17 +565,39 @@ static void push_one(struct pusher *p, size_t i)
 	char why[CURL_ERROR_SIZE + 64] = "", *buf;
 	const char *query;
 	const uint8_t *body;
+	char said[600] = "";
 	size_t len;
 	long status;
-	int err = spool_read(p, e->name, &buf, &query, &body, &len);
+	bool here = false;
+	int err = spool_read(p, e->name, &buf, &query, &body, &len, &here);
 
 	if (err) {
 		/* not a payload of ours, or gone: it would never go */
 		spool_remove(p, i);
 		return;
 	}
+	if (!here) {
+		/* a run that pushes there takes it; until then the spool's bound drops it, oldest first */
+		free(buf);
+		e->elsewhere = true;
+		e->retry_at = UINT64_MAX;
+		p->nelsewhere++;
+		if (!p->said_elsewhere && p->o.log)
+			fprintf(p->o.log, "sfprof agent: spool %s: payloads made for another API or "
+				"server (not %s %s) stay spooled for a run that pushes there\n",
+				p->o.spool_dir, p->api, p->url);
+		p->said_elsewhere = true;
+		return;
+	}
 	status = post(p, query, body, len, why, sizeof(why));
 	free(buf);
+	/* a connect error says what is wrong in its JSON body */
+	if (!strcmp(p->api, "connect") && status && (status < 200 || status >= 300)) {
+		char msg[sizeof(said) - 4];
+
+		if (!connect_error_message(p->body, p->body_len, msg, sizeof(msg)))
+			snprintf(said, sizeof(said), " (%s)", msg);
+	}
 	if (p->aborted && !status)
 		return;		/* stopping: it stays spooled, not a failure */
 	if (status >= 200 && status < 300) {
@@ -540,8 +614,8 @@ static void push_one(struct pusher *p, size_t i)
 	if (status >= 400 && status < 500 && status != 408 && status != 429) {
 		/* refused for what it is: trying again cannot help */
 		if (p->said_refused != status && p->o.log)
-			fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld): dropped, and "
-				"counted (said once)\n", p->url, status);
+			fprintf(p->o.log, "sfprof agent: %s refused a payload (HTTP %ld%s): dropped, and "
+				"counted (said once)\n", p->url, status, said);
 		p->said_refused = status;
 		spool_remove(p, i);
 		count(p, &p->st.refused);
@@ -550,8 +624,8 @@ static void push_one(struct pusher *p, size_t i)
 	}
 	if (!p->said_down && p->o.log) {
 		if (status)
-			fprintf(p->o.log, "sfprof agent: %s: HTTP %ld: payloads stay spooled and are "
-				"tried again\n", p->url, status);
+			fprintf(p->o.log, "sfprof agent: %s: HTTP %ld%s: payloads stay spooled and are "
+				"tried again\n", p->url, status, said);
 		else
 			fprintf(p->o.log, "sfprof agent: %s: %s: payloads stay spooled and are tried "
 				"again\n", p->url, why);
@@ -644,12 +718,18 @@ out:
 	return err;
 }
 
-/* Make a window into one payload per service with samples, written aside (commit_window spools them). @return 0 or -errno. */
+/*
+ * Make a window into payloads written aside (commit_window spools them):
+ * for /ingest one per service with samples, for connect one PushRequest
+ * with a series per service. @return 0 or -errno.
+ */
 static int convert(struct pusher *p, const struct window *w)
 {
 	struct session_opts sopts = { .sym = { .no_debuginfod = true, .no_lines = true } };
 	struct services ss = { 0 };
 	struct profile_diag diag = { "" };
+	struct connect_request req = { 0 };
+	bool connect = p->o.api == PUSH_API_CONNECT;
 	struct session *s;
 	bool *has;
 	int err = 0;
@@ -696,8 +776,10 @@ static int convert(struct pusher *p, const struct window *w)
 			break;
 		}
 		ss.current = i;
-		if (service_query(&ss.sv[i], p->o.host, w->from, w->until, p->o.sample_rate, query,
-				  sizeof(query)) < 0)
+		if (connect)
+			query[0] = '\0';
+		else if (service_query(&ss.sv[i], p->o.host, w->from, w->until, p->o.sample_rate,
+				       query, sizeof(query)) < 0)
 			continue;	/* cannot be: names are bounded */
 		mem = open_memstream(&data, &len);
 		if (!mem) {
@@ -707,6 +789,15 @@ static int convert(struct pusher *p, const struct window *w)
 		err = export_pprof_opts(s, mem, &po);
 		if (fclose(mem) && !err)
 			err = -ENOMEM;
+		if (!err && connect) {
+			struct connect_label labels[CONNECT_MAX_LABELS];
+			char host[128];
+			size_t nl = connect_labels(&ss.sv[i], p->o.host, host, labels);
+
+			err = connect_request__add(&req, labels, nl, data, len);
+			free(data);
+			continue;
+		}
 		if (!err)
 			err = spool_write(p, w->until, query, data, len);
 		free(data);
@@ -718,6 +809,16 @@ static int convert(struct pusher *p, const struct window *w)
 			continue;
 		}
 	}
+	/* the window's one request: from, until and the rate are in its profiles */
+	if (!err && req.nseries) {
+		err = spool_write(p, w->until, "", req.buf, req.len);
+		if (err == -EFBIG || err == -ENOSPC) {
+			count(p, err == -EFBIG ? &p->st.dropped : &p->st.dropped_full);
+			count(p, &p->st.payloads);
+			err = 0;
+		}
+	}
+	connect_request__release(&req);
 	free(has);
 out:
 	free(ss.sv);
@@ -776,6 +877,7 @@ static void *run(void *arg)
 
 		p->st.spooled = p->nspool;
 		p->st.spooled_bytes = p->disk;
+		p->st.elsewhere = p->nelsewhere;
 		if (p->deadline && clock_mono_ns() >= p->deadline)
 			break;	/* what is left stays, for the next start */
 		/*
@@ -806,6 +908,7 @@ static void *run(void *arg)
 	}
 	p->st.spooled = p->nspool;
 	p->st.spooled_bytes = p->disk;
+	p->st.elsewhere = p->nelsewhere;
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -990,6 +1093,7 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	pthread_condattr_destroy(&ca);
 	if (getrandom(&p->run_id, sizeof(p->run_id), GRND_NONBLOCK) != sizeof(p->run_id))
 		p->run_id = (uint32_t)clock_mono_ns() ^ (uint32_t)getpid();
+	p->api = opts->api == PUSH_API_CONNECT ? "connect" : "ingest";
 	/* the ingest endpoint: a URL naming only the server gets Pyroscope's path */
 	path = strstr(opts->url, "://");
 	path = path ? strchr(path + 3, '/') : NULL;
@@ -999,11 +1103,18 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (!path || !strcmp(path, "/"))
+	if (opts->api == PUSH_API_CONNECT) {
+		free(p->url);
+		if (!(p->url = connect_url(opts->url))) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	} else if (!path || !strcmp(path, "/")) {
 		snprintf(p->url, ulen, "%.*s/ingest", (int)(path ? path - opts->url : (ptrdiff_t)strlen(opts->url)),
 			 opts->url);
-	else
+	} else {
 		snprintf(p->url, ulen, "%s", opts->url);
+	}
 	if ((e = make_dir(opts->spool_dir)) ||
 	    (e = push_spool_windows_dir(opts->spool_dir, p->windows_dir, sizeof(p->windows_dir))) ||
 	    (e = make_dir(p->windows_dir))) {
@@ -1018,7 +1129,17 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	}
 	p->curl = curl_easy_init();
 	p->multi = curl_multi_init();
-	p->headers = curl_slist_append(NULL, "Content-Type: binary/octet-stream");
+	/* connect's unary protocol: the codec in the content type, the version in a header */
+	p->headers = curl_slist_append(NULL, opts->api == PUSH_API_CONNECT ?
+				       "Content-Type: application/proto" :
+				       "Content-Type: binary/octet-stream");
+	if (p->headers && opts->api == PUSH_API_CONNECT) {
+		struct curl_slist *l = curl_slist_append(p->headers, "Connect-Protocol-Version: 1");
+
+		if (!l)
+			goto fail;
+		p->headers = l;
+	}
 	if (p->headers) {
 		/* no 100-continue round trip (a server that ignores it costs a second a push) */
 		struct curl_slist *l = curl_slist_append(p->headers, "Expect:");
@@ -1064,7 +1185,8 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(opts->push_timeout_secs < 5 ? opts->push_timeout_secs * 1000 : 5000));
 	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT_MS, (long)(opts->push_timeout_secs * 1000));
-	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, discard_body);
+	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, keep_body);
+	curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
 	curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, p);
 	curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "sfprof-agent");

@@ -9,8 +9,15 @@
 
 #include "service.h"
 
+/* Which of Pyroscope's APIs payloads are made for and pushed to. */
+enum push_api {
+	PUSH_API_INGEST,		/* POST /ingest?QUERY, one gzipped pprof per service */
+	PUSH_API_CONNECT,		/* push.v1.PusherService/Push: one PushRequest per window */
+};
+
 struct push_opts {
 	const char *url;		/* the server; /ingest is added unless its path ends so */
+	enum push_api api;		/* with PUSH_API_CONNECT, the procedure's path is added to url */
 	const char *spool_dir;		/* payloads not pushed yet, one file each */
 	const char *output_dir;		/* where windows are kept, or NULL: those a crash left unpushed go at start */
 	uint64_t spool_bytes;		/* bound on them: the oldest go first, counted */
@@ -40,6 +47,7 @@ struct push_stats {
 	uint64_t bad_windows;		/* windows that could not be read */
 	uint64_t spooled_bytes;		/* what the spool holds now on disk (blocks), as bounded */
 	uint64_t spooled;		/* payloads it holds now */
+	uint64_t elsewhere;		/* of them, payloads for another API or server: left for a run that pushes there */
 };
 
 struct pusher;
