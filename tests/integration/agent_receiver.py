@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A Pyroscope-like receiver for agent_test.py: stores each push it takes.
 
-usage: agent_receiver.py PORT DIR [--status CODE] [--fail-first N]
+usage: agent_receiver.py PORT DIR [--status CODE] [--fail-first N] [--partial 1]
 
 Each POST /ingest?QUERY is stored as DIR/NNNNNN.bin (the body) and
 DIR/NNNNNN.json (the query parameters, the headers the test checks, the
@@ -20,6 +20,14 @@ with a connect error. --status CODE answers every push with CODE (connect:
 with a JSON error body) and stores nothing; --fail-first N so answers the
 first N pushes with 500, then takes the rest. DIR/failed.json counts the
 pushes answered so.
+
+Each POST to a path ending in /v1development/profiles (OTLP/HTTP profiles)
+is stored whole as .bin (gunzipped when it came with Content-Encoding:
+gzip: the encoding is in the .json), with its headers; one without
+Content-Type: application/x-protobuf is refused with 415. Its answer is an
+empty ExportProfilesServiceResponse, or with --partial 1 one whose
+partial_success says rejected_profiles=1, error_message="one of them was
+bad"; its failures (--status, --fail-first) carry a google.rpc.Status.
 """
 import gzip
 import http.server
@@ -32,6 +40,16 @@ import urllib.parse
 
 
 CONNECT_PATH = '/push.v1.PusherService/Push'
+OTLP_SUFFIX = '/v1development/profiles'
+# ExportProfilesServiceResponse { partial_success = 1 { rejected_profiles = 1; error_message = 2 } }
+PARTIAL_MSG = b'one of them was bad'
+PARTIAL = bytes([0x0a, 2 + 2 + len(PARTIAL_MSG), 0x08, 0x01, 0x12, len(PARTIAL_MSG)]) + PARTIAL_MSG
+
+
+def rpc_status(code, message):
+    """google.rpc.Status { int32 code = 1; string message = 2; }"""
+    m = message.encode()
+    return bytes([0x08, code, 0x12, len(m)]) + m
 # connect's codes for HTTP statuses (connectrpc.com/docs/protocol#error-codes)
 CONNECT_CODES = {400: 'invalid_argument', 401: 'unauthenticated', 403: 'permission_denied',
                  404: 'unimplemented', 408: 'deadline_exceeded', 415: 'internal',
@@ -158,10 +176,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         connect = url.path == CONNECT_PATH
+        otlp = url.path.endswith(OTLP_SUFFIX)
         fail, n = self.failing()
         if fail:
             code = self.server.status if self.server.status != 200 else 500
+            if otlp:
+                # UNAVAILABLE (14), as a Collector says it
+                self.answer_proto(code, rpc_status(14, f"the receiver is told to fail (push {n})"))
+                return
             self.answer(code, f"the receiver is told to fail (push {n})" if connect else None)
+            return
+        if otlp:
+            self.otlp(body)
             return
         if connect:
             self.connect(body)
@@ -211,6 +237,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def answer_proto(self, code, body):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def otlp(self, body):
+        ctype = self.headers.get("Content-Type")
+        encoding = self.headers.get("Content-Encoding")
+        if ctype != "application/x-protobuf":
+            self.answer_proto(415, rpc_status(3, f"Content-Type {ctype}"))
+            return
+        if encoding == "gzip":
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError) as e:
+                self.answer_proto(400, rpc_status(3, f"not gzip: {e}"))
+                return
+        elif encoding:
+            self.answer_proto(415, rpc_status(3, f"Content-Encoding {encoding}"))
+            return
+        self.store(body, {
+            "api": "otlp", "path": urllib.parse.urlsplit(self.path).path,
+            "content_type": ctype, "content_encoding": encoding,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "received": time.time(),
+        })
+        self.answer_proto(200, PARTIAL if self.server.partial else b"")
+
     def log_message(self, fmt, *args):
         pass
 
@@ -225,6 +281,7 @@ def main():
     srv.dir = out
     srv.status = status
     srv.fail_first = int(opts.get("--fail-first", 0))
+    srv.partial = opts.get("--partial", "0") == "1"
     srv.pushes = srv.failed = 0
     srv.lock = threading.Lock()
     # numbering goes on after a restart: pushes already stored stay

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof agent's pure parts: container IDs from cgroup paths, services and their query strings, retention. */
+/* sfprof agent's pure parts: container IDs from cgroup paths, services and their query strings, retention, OTLP answers and resources. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "agent/connect.h"
 #include "agent/otel.h"
+#include "agent/otlp_response.h"
 #include "agent/outdir.h"
 #include "agent/service.h"
 
@@ -555,6 +557,134 @@ static void test_connect_error_message(void **state)
 	assert_string_equal(out, "0123");
 }
 
+/* An ExportProfilesServiceResponse's bytes (M() makes a string literal's length explicit). */
+#define M(s) { (const uint8_t *)(s), sizeof(s) - 1 }
+
+static void test_otlp_response(void **state)
+{
+	static const struct {
+		struct { const uint8_t *p; size_t n; } in;
+		int ret;
+		int64_t rejected;
+		const char *message;
+	} cases[] = {
+		{ M(""), 0, 0, "" },					/* a full success */
+		{ M("\x0a\x00"), 0, 0, "" },				/* an empty partial_success */
+		{ M("\x0a\x06\x08\x03\x12\x02" "ab"), 0, 3, "ab" },
+		/* unknown fields of every wire type skipped, before and inside */
+		{ M("\x10\x05" "\x19" "12345678" "\x25" "1234" "\x3a\x01x"
+		    "\x0a\x09\x18\x01\x08\x02\x12\x03" "a\nb"), 0, 2, "a b" },
+		/* given twice: merged, the later value wins */
+		{ M("\x0a\x02\x08\x01" "\x0a\x02\x08\x07"), 0, 7, "" },
+		/* a negative count (int64 as a 10-byte varint) */
+		{ M("\x0a\x0b\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), 0, -1, "" },
+		/* lengths past the end, inside and outside */
+		{ M("\x0a\x05\x08\x01"), -EBADMSG, 0, "" },
+		{ M("\x0a\x04\x08\x01\x12\x09" "ab"), -EBADMSG, 0, "" },
+		{ M("\x0a\x02\x08"), -EBADMSG, 0, "" },		/* a varint cut */
+		{ M("\x0a\x02\x08\x80"), -EBADMSG, 0, "" },
+		{ M("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), -EBADMSG, 0, "" },
+		{ M("\x19" "1234"), -EBADMSG, 0, "" },		/* a fixed64 cut */
+		{ M("\x0b"), -EBADMSG, 0, "" },			/* a group */
+		{ M("\x00\x00"), -EBADMSG, 0, "" },			/* field 0 */
+		{ M("<html>"), -EBADMSG, 0, "" },
+		/* a length over 2^63 */
+		{ M("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), -EBADMSG, 0, "" },
+	};
+	struct otlp_partial ps;
+	char big[1200];
+	uint8_t body[1300];
+	char msg[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = otlp_response_read(cases[i].in.p, cases[i].in.n, &ps);
+
+		if (ret != cases[i].ret || ps.rejected != cases[i].rejected ||
+		    strcmp(ps.message, cases[i].message))
+			fail_msg("case %zu: %d, %" PRId64 ", \"%s\"", i, ret, ps.rejected, ps.message);
+	}
+	/* a message longer than the room: cut, NUL-terminated */
+	memset(big, 'm', sizeof(big));
+	body[0] = 0x0a;
+	body[1] = 0x80 | ((sizeof(big) + 3) & 0x7f);
+	body[2] = (sizeof(big) + 3) >> 7;
+	body[3] = 0x12;
+	body[4] = 0x80 | (sizeof(big) & 0x7f);
+	body[5] = sizeof(big) >> 7;
+	memcpy(body + 6, big, sizeof(big));
+	assert_int_equal(otlp_response_read(body, 6 + sizeof(big), &ps), 0);
+	assert_int_equal(strlen(ps.message), sizeof(ps.message) - 1);
+	/* and one byte short of it: refused */
+	assert_int_equal(otlp_response_read(body, 5 + sizeof(big), &ps), -EBADMSG);
+	assert_int_equal(otlp_response_read(NULL, 0, &ps), 0);
+
+	/* google.rpc.Status: its message */
+	assert_int_equal(otlp_status_message("\x08\x0e\x12\x04" "down", 8, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "down");
+	assert_int_equal(otlp_status_message("\x08\x0e", 2, msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(otlp_status_message("", 0, msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(otlp_status_message("\x08\x0e\x12\x09" "down", 8, msg, sizeof(msg)),
+			 -EBADMSG);
+	assert_string_equal(msg, "");
+	assert_int_equal(otlp_status_message("\x12\x06" "abcdef", 8, msg, 4), 0);
+	assert_string_equal(msg, "abc");
+}
+
+static void attrs_equal(const struct otlp_attr *got, size_t n, const char *const *want)
+{
+	size_t i = 0;
+
+	for (; want[i]; i += 2) {
+		if (i / 2 >= n)
+			fail_msg("attribute %s missing", want[i]);
+		if (strcmp(got[i / 2].key, want[i]) || !got[i / 2].str ||
+		    strcmp(got[i / 2].str, want[i + 1]))
+			fail_msg("attribute %zu: %s=%s, want %s=%s", i / 2, got[i / 2].key,
+				 got[i / 2].str ? got[i / 2].str : "(int)", want[i], want[i + 1]);
+	}
+	if (n != i / 2)
+		fail_msg("%zu attributes, want %zu", n, i / 2);
+}
+
+static void test_otel_resource_attrs(void **state)
+{
+	struct otel_list res = { 0 };
+	struct otlp_attr out[OTEL_SERVICE_ATTRS + 8];
+	struct service sv;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	/* the agent's own service.name (OTEL_SERVICE_NAME) and a host.name given: ours win */
+	assert_int_equal(otel_parse_list(&res, "deployment.environment=test,service.name=agent,"
+					 "host.name=other,team=a%20b", false, "R", err, sizeof(err)), 0);
+	service_of(GROUP_EXE, "/user.slice", "/usr/bin/app", NULL, "app", &sv);
+	n = otel_resource_attrs(&sv, "host1", &res, out);
+	attrs_equal(out, n, (const char *const[]){
+		"service.name", "app", "host.name", "host1",
+		"process.executable.name", "app", "process.executable.path", "/usr/bin/app",
+		"deployment.environment", "test", "team", "a b", NULL });
+	/* a container in a pod: its ID and the pod's UID, no executable */
+	service_of(GROUP_CONTAINER, "/kubepods/burstable/pod" UID "/" ID64, "/usr/bin/app", NULL,
+		   "app", &sv);
+	n = otel_resource_attrs(&sv, "", NULL, out);
+	attrs_equal(out, n, (const char *const[]){
+		"service.name", "kubernetes-0123456789ab", "container.id", ID64, "k8s.pod.uid", UID,
+		NULL });
+	/* by command name: the name alone */
+	service_of(GROUP_COMM, NULL, "/usr/bin/app", NULL, "worker", &sv);
+	n = otel_resource_attrs(&sv, NULL, &res, out);
+	attrs_equal(out, n, (const char *const[]){
+		"service.name", "worker", "deployment.environment", "test", "host.name", "other",
+		"team", "a b", NULL });
+	for (size_t i = 0; i < res.n; i++) {
+		free(res.kv[i].key);
+		free(res.kv[i].value);
+	}
+	free(res.kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +698,8 @@ int main(void)
 		cmocka_unit_test(test_connect_request),
 		cmocka_unit_test(test_connect_labels_url),
 		cmocka_unit_test(test_connect_error_message),
+		cmocka_unit_test(test_otlp_response),
+		cmocka_unit_test(test_otel_resource_attrs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

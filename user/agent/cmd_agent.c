@@ -49,12 +49,14 @@
 #define MIN_ROOM		(64ull << 10)
 
 static const char usage[] =
-	"usage: sfprof agent [--window SECS] [-F HZ] [--output-dir DIR] [--push URL]\n"
+	"usage: sfprof agent [--window SECS] [-F HZ] [--output-dir DIR]\n"
+	"                    [--push URL | --otlp-endpoint URL]\n"
 	"                    [--group-by container|exe|comm] [--no-symbolize] ...\n"
 	"\n"
 	"Sample every process of the system until stopped (SIGTERM, SIGINT), cut into\n"
 	"windows, each a whole profile, written to --output-dir and/or pushed to a\n"
-	"profile server (Grafana Pyroscope's /ingest, one series per service).\n"
+	"profile server (Grafana Pyroscope's /ingest, one series per service), or to\n"
+	"an OpenTelemetry Collector or backend over OTLP.\n"
 	"\n"
 	"  -F, --freq HZ          samples per second on each CPU (default 19: cheap, and\n"
 	"                         a prime, out of step with programs' periodic work)\n"
@@ -75,12 +77,16 @@ static const char usage[] =
 	"                         Push under URL: one PushRequest per window, a series per\n"
 	"                         service with __name__=process_cpu, service_name= and\n"
 	"                         the labels above)\n"
-	"      --otlp-endpoint URL  OpenTelemetry profiles over OTLP/HTTP (URL with no\n"
-	"                         path gets /v1development/profiles); without it\n"
-	"                         OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT or ..._ENDPOINT, and\n"
-	"                         OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS, _COMPRESSION,\n"
-	"                         OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME are read and\n"
-	"                         checked; the OTLP push itself is not wired yet\n"
+	"      --otlp-endpoint URL  push OpenTelemetry profiles over OTLP/HTTP instead\n"
+	"                         (URL with no path gets /v1development/profiles): one\n"
+	"                         ExportProfilesServiceRequest per window, a resource\n"
+	"                         per service (service.name, host.name, container.id).\n"
+	"                         Without --push or it, OTEL_EXPORTER_OTLP_PROFILES_\n"
+	"                         ENDPOINT or ..._ENDPOINT select it; also read:\n"
+	"                         OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS (authentication\n"
+	"                         goes there), _COMPRESSION=gzip, OTEL_RESOURCE_ATTRIBUTES\n"
+	"                         and OTEL_SERVICE_NAME (on every resource; the profiled\n"
+	"                         service's own service.name wins)\n"
 	"      --group-by KEY     the service of a process: container (the default: its\n"
 	"                         container's ID from its cgroup, docker, containerd,\n"
 	"                         cri-o, podman, a Kubernetes pod's UID; a process in\n"
@@ -431,25 +437,45 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			"system\n", argv[optind]);
 		return 2;
 	}
-	/* bad OTEL_* settings are said now, not when the first window is pushed */
-	if (otel_export_read(&a->otel, a->otlp_endpoint, otel_getenv, NULL, why, sizeof(why))) {
+	if (a->push.url && a->otlp_endpoint) {
+		fprintf(stderr, "sfprof agent: --push or --otlp-endpoint: windows are pushed to one "
+			"destination\n");
+		return 2;
+	}
+	if (a->push.url) {
+		/* --push says where: an OTEL endpoint meant for the SDKs of the host's programs stays theirs */
+		const char *env = otel_getenv(NULL, "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
+
+		if (!env || !*env)
+			env = otel_getenv(NULL, "OTEL_EXPORTER_OTLP_ENDPOINT");
+		if (env && *env)
+			fprintf(stderr, "sfprof agent: OTEL_EXPORTER_OTLP_*ENDPOINT ignored: windows go to "
+				"--push %s\n", a->push.url);
+	} else if (otel_export_read(&a->otel, a->otlp_endpoint, otel_getenv, NULL, why,
+				    sizeof(why))) {
+		/* bad OTEL_* settings are said now, not when the first window is pushed */
 		fprintf(stderr, "sfprof agent: %s\n", why);
 		return 2;
-	}
-	if (!a->output_dir && !a->push.url && a->otel.from != OTEL_FROM_NONE) {
-		fprintf(stderr, "sfprof agent: OTLP export to %s is not wired yet: say where windows "
-			"go with --output-dir DIR or --push URL as well\n", a->otel.endpoint);
-		return 2;
+	} else if (a->otel.from != OTEL_FROM_NONE) {
+		if (bearer_file || basic_file || a->push.tenant || push_api) {
+			fprintf(stderr, "sfprof agent: --tenant, --push-api and the authentication files "
+				"are for --push: an OTLP endpoint's authentication goes in "
+				"OTEL_EXPORTER_OTLP_HEADERS\n");
+			return 2;
+		}
+		a->push.url = a->otel.endpoint;
+		a->push.api = PUSH_API_OTLP;
+		a->push.otel = &a->otel;
 	}
 	if (!a->output_dir && !a->push.url) {
-		fprintf(stderr, "sfprof agent: say where windows go: --output-dir DIR, --push URL, or "
-			"both\n\n%s", usage);
+		fprintf(stderr, "sfprof agent: say where windows go: --output-dir DIR, --push URL or "
+			"--otlp-endpoint URL, or one of them and --output-dir\n\n%s", usage);
 		return 2;
 	}
 	if (!a->push.url && (bearer_file || basic_file || a->push.tenant || a->push.no_symbolize ||
 			     push_api)) {
 		fprintf(stderr, "sfprof agent: --tenant, --no-symbolize, --push-api and the "
-			"authentication files go with --push\n");
+			"authentication files go with --push (--no-symbolize with --otlp-endpoint too)\n");
 		return 2;
 	}
 	if (bearer_file && basic_file) {
@@ -839,6 +865,9 @@ static void summary(struct agent *a, double secs, const struct push_stats *st)
 	if (st->dropped_full)
 		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads dropped, the spool's "
 			"filesystem full\n", st->dropped_full);
+	if (st->rejected)
+		fprintf(stderr, "sfprof agent: push: %" PRIu64 " profiles rejected by the OTLP endpoint "
+			"(partial success)\n", st->rejected);
 	if (st->elsewhere)
 		fprintf(stderr, "sfprof agent: push: %" PRIu64 " payloads spooled for another API or "
 			"server left for a run that pushes there\n", st->elsewhere);
@@ -941,10 +970,8 @@ int cmd_agent(int argc, char **argv)
 	fprintf(stderr, "sfprof agent: sampling every process at %u Hz, %u s windows%s%s%s%s%s\n",
 		a.freq, a.window, a.output_dir ? " into " : "", a.output_dir ? a.output_dir : "",
 		a.push.url ? ", pushed to " : "", a.push.url ? a.push.url : "",
-		a.push.url && a.push.api == PUSH_API_CONNECT ? " (connect)" : "");
-	if (a.otel.from != OTEL_FROM_NONE)
-		fprintf(stderr, "sfprof agent: OTLP export to %s: settings read and checked, the "
-			"push itself is not wired yet: nothing is sent there\n", a.otel.endpoint);
+		a.push.url && a.push.api == PUSH_API_CONNECT ? " (connect)" :
+		a.push.url && a.push.api == PUSH_API_OTLP ? " (OTLP)" : "");
 	t0 = clock_mono_ns();
 	err = recorder__run(a.rec);
 	if (!err)

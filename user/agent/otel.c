@@ -351,6 +351,36 @@ int otel_export_read(struct otel_export *e, const char *option, otel_getenv_fn e
 	return 0;
 }
 
+size_t otel_resource_attrs(const struct service *sv, const char *host,
+			   const struct otel_list *resource, struct otlp_attr *out)
+{
+	const char *base = strrchr(sv->exe, '/');
+	size_t n = 0;
+
+	out[n++] = (struct otlp_attr){ "service.name", sv->name, 0 };
+	if (host && *host)
+		out[n++] = (struct otlp_attr){ "host.name", host, 0 };
+	if (sv->container_id[0])
+		out[n++] = (struct otlp_attr){ "container.id", sv->container_id, 0 };
+	if (sv->pod_uid[0])
+		out[n++] = (struct otlp_attr){ "k8s.pod.uid", sv->pod_uid, 0 };
+	if (sv->exe[0]) {
+		out[n++] = (struct otlp_attr){ "process.executable.name",
+					       base && base[1] ? base + 1 : sv->exe, 0 };
+		if (sv->exe[0] == '/')
+			out[n++] = (struct otlp_attr){ "process.executable.path", sv->exe, 0 };
+	}
+	for (size_t i = 0; resource && i < resource->n; i++) {
+		size_t j = 0;
+
+		while (j < n && strcmp(out[j].key, resource->kv[i].key))
+			j++;
+		if (j == n)
+			out[n++] = (struct otlp_attr){ resource->kv[i].key, resource->kv[i].value, 0 };
+	}
+	return n;
+}
+
 static void list_free(struct otel_list *list)
 {
 	for (size_t i = 0; i < list->n; i++)

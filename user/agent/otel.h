@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "report/export.h"
+#include "service.h"
+
 /* The signal's path under OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP, profiles v1development). */
 #define OTEL_PROFILES_PATH "/v1development/profiles"
 /* Longest variable read: a longer one is refused, not cut */
@@ -91,6 +94,24 @@ int otel_export_read(struct otel_export *e, const char *option, otel_getenv_fn e
 
 /** otel_export_free() - what @e holds freed (values zeroed: headers may be secrets); accepts NULL. */
 void otel_export_free(struct otel_export *e);
+
+/* service.name, host.name, container.id, k8s.pod.uid, process.executable.name and .path */
+#define OTEL_SERVICE_ATTRS 6
+
+/**
+ * otel_resource_attrs() - the attributes of the Resource of service @sv's
+ * profiles, with the semantic conventions' names: service.name (the
+ * profiled service's name: it wins over OTEL_SERVICE_NAME, which names the
+ * agent itself), host.name (@host, when set), container.id and k8s.pod.uid
+ * (when known), process.executable.name and .path (when the service is
+ * named after its executable), then each attribute of @resource
+ * (OTEL_RESOURCE_ATTRIBUTES, the agent's service.name) whose key is not set
+ * yet, in their order. @out points into @sv, @host and @resource, and holds
+ * at most OTEL_SERVICE_ATTRS + @resource->n.
+ * @return how many.
+ */
+size_t otel_resource_attrs(const struct service *sv, const char *host,
+			   const struct otel_list *resource, struct otlp_attr *out);
 
 /** otel_getenv() - an otel_getenv_fn over the process's environment. */
 const char *otel_getenv(void *ctx, const char *name);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sfprof agent's pusher: windows to pprof payloads (per service, or one connect PushRequest), a bounded spool on disk, libcurl with backoff. */
+/* sfprof agent's pusher: windows to payloads (pprof per service, one connect PushRequest, or one OTLP request), a bounded spool on disk, libcurl with backoff. */
 #include <ctype.h>
 #include <curl/curl.h>
 #include <dirent.h>
@@ -16,8 +16,10 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "connect.h"
+#include "otlp_response.h"
 #include "push.h"
 #include "report/export.h"
 #include "symbolize/symbolize.h"
@@ -27,7 +29,8 @@
 
 /*
  * A payload's file: SPOOL_MAGIC, a line "API URL" (where it goes), a line
- * with its query string (empty for connect), then the body. Files of
+ * with its query string (empty for connect; for otlp the body's content
+ * encoding, "gzip" or empty), then the body. Files of
  * SPOOL_MAGIC1 (before connect) have no API line: /ingest payloads, for
  * whichever server a run pushes to.
  */
@@ -64,7 +67,7 @@ struct spooled {
 struct pusher {
 	struct push_opts o;
 	char *url;			/* with /ingest, or the connect procedure's path */
-	const char *api;		/* "ingest" or "connect": in each payload's file */
+	const char *api;		/* "ingest", "connect" or "otlp": in each payload's file */
 	char windows_dir[4096];
 	pthread_t thread;
 	bool started;
@@ -78,6 +81,7 @@ struct pusher {
 	CURL *curl;
 	CURLM *multi;			/* of the one transfer: its poll is woken at stop */
 	struct curl_slist *headers;
+	struct curl_slist *headers_gz;	/* otlp: the same with Content-Encoding: gzip */
 	uint32_t run_id;		/* in spool names: two runs never write the same name */
 	uint32_t seq;
 	/* the spool, the pusher thread's alone once started */
@@ -101,9 +105,12 @@ struct pusher {
 	long said_refused;		/* the last refusal's status said */
 	/* the transfer under way (curl's callbacks) */
 	long status;			/* the last status line's */
-	char body[1024];		/* the answer's first bytes: a connect error's JSON */
+	char body[4096];		/* the answer's first bytes: a connect error's JSON, an OTLP answer */
 	size_t body_len;
 	bool said_elsewhere;		/* payloads for another API or server were said */
+	bool body_cut;			/* the answer was longer than body: not read */
+	struct otlp_partial said_partial;	/* the last partial success said (otlp) */
+	bool said_unread;		/* an OTLP answer that does not read was said */
 	uint64_t got_2xx;		/* when a 2xx status line came; 0 none */
 	bool aborted;			/* at the flush's deadline */
 	/*
@@ -444,6 +451,8 @@ static size_t keep_body(void *data, size_t size, size_t n, void *ctx)
 
 	if (len < room)
 		room = len;
+	else if (len > room)
+		p->body_cut = true;
 	memcpy(p->body + p->body_len, data, room);
 	p->body_len += room;
 	p->body[p->body_len] = '\0';
@@ -481,8 +490,17 @@ static long post(struct pusher *p, const char *query, const uint8_t *body, size_
 		snprintf(why, whylen, "out of memory");
 		return 0;
 	}
-	snprintf(url, ulen, "%s%s%s", p->url, !*query ? "" : strchr(p->url, '?') ? "&" : "?", query);
+	if (p->o.api == PUSH_API_OTLP) {
+		/* the query line says how the body was encoded when it was made */
+		snprintf(url, ulen, "%s", p->url);
+		curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER,
+				 !strcmp(query, "gzip") ? p->headers_gz : p->headers);
+	} else {
+		snprintf(url, ulen, "%s%s%s", p->url,
+			 !*query ? "" : strchr(p->url, '?') ? "&" : "?", query);
+	}
 	p->status = 0;
+	p->body_cut = false;
 	p->body_len = 0;
 	p->body[0] = '\0';
 	p->got_2xx = 0;
@@ -553,6 +571,36 @@ static uint64_t backoff_at(const struct pusher *p, unsigned tries)
 }
 
 /*
+ * An OTLP 2xx answer's partial success: the profiles rejected counted, and
+ * said when what is said changes (a server that rejects every request the
+ * same way is said once, not every 10 s).
+ */
+static void otlp_answer(struct pusher *p)
+{
+	struct otlp_partial ps;
+
+	if (p->body_cut || otlp_response_read(p->body, p->body_len, &ps)) {
+		if (!p->said_unread && p->o.log)
+			fprintf(p->o.log, "sfprof agent: %s: an answer that is not an "
+				"ExportProfilesServiceResponse (%zu%s bytes): taken as delivered\n",
+				p->url, p->body_len, p->body_cut ? "+" : "");
+		p->said_unread = true;
+		return;
+	}
+	if (ps.rejected > 0) {
+		pthread_mutex_lock(&p->lock);
+		p->st.rejected += (uint64_t)ps.rejected;
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (ps.rejected == p->said_partial.rejected && !strcmp(ps.message, p->said_partial.message))
+		return;
+	if ((ps.rejected > 0 || ps.message[0]) && p->o.log)
+		fprintf(p->o.log, "sfprof agent: %s: %" PRId64 " profiles rejected: %s\n", p->url,
+			ps.rejected, ps.message[0] ? ps.message : "(no message)");
+	p->said_partial = ps;
+}
+
+/*
  * POST the spooled payload @i; what became of it counted and said. A 2xx
  * removes it, a refusal for what it is (a 4xx but 408 and 429) too, counted;
  * any other failure gives it a backoff of its own, so that a payload the
@@ -598,11 +646,21 @@ static void push_one(struct pusher *p, size_t i)
 		if (!connect_error_message(p->body, p->body_len, msg, sizeof(msg)))
 			snprintf(said, sizeof(said), " (%s)", msg);
 	}
+	/* an OTLP error's body is a google.rpc.Status */
+	if (p->o.api == PUSH_API_OTLP && status && (status < 200 || status >= 300) &&
+	    !p->body_cut) {
+		char msg[sizeof(said) - 4];
+
+		if (!otlp_status_message(p->body, p->body_len, msg, sizeof(msg)))
+			snprintf(said, sizeof(said), " (%s)", msg);
+	}
 	if (p->aborted && !status)
 		return;		/* stopping: it stays spooled, not a failure */
 	if (status >= 200 && status < 300) {
 		spool_remove(p, i);
 		count(p, &p->st.pushed);
+		if (p->o.api == PUSH_API_OTLP)
+			otlp_answer(p);
 		if (p->said_down && p->o.log)
 			fprintf(p->o.log, "sfprof agent: %s takes pushes again\n", p->url);
 		p->said_down = false;
@@ -682,6 +740,122 @@ static bool keep_sample(void *ctx, const struct session *s, size_t i)
 	return ss->of_image[session__sample(s, i)->image] == ss->current;
 }
 
+/* OTLP: the resource of sample @i, by its image's service (res_of: service -> resource, or -1). */
+struct otlp_grouping {
+	const struct services *ss;
+	const int *res_of;
+};
+
+static int otlp_resource_of(void *ctx, const struct session *s, size_t i)
+{
+	const struct otlp_grouping *g = ctx;
+
+	return g->res_of[g->ss->of_image[session__sample(s, i)->image]];
+}
+
+/* @len bytes gzipped into a malloc'ed *@out. @return 0 or -ENOMEM. */
+static int gzip_buf(const void *data, size_t len, uint8_t **out, size_t *outlen)
+{
+	z_stream z = { 0 };
+	uLong cap;
+	uint8_t *buf;
+	int ret;
+
+	/* 16 + window bits: a gzip header and trailer */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY))
+		return -ENOMEM;
+	cap = deflateBound(&z, len);
+	buf = malloc(cap);
+	if (!buf) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)data;
+	z.avail_in = len;
+	z.next_out = buf;
+	z.avail_out = cap;
+	ret = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (ret != Z_STREAM_END) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = buf;
+	*outlen = cap - z.avail_out;
+	return 0;
+}
+
+/*
+ * A window's one ExportProfilesServiceRequest: a resource per service with
+ * samples, in the order they were found, gzipped when the settings say so,
+ * written aside. @return 0 or -errno.
+ */
+static int convert_otlp(struct pusher *p, const struct window *w, const struct session *s,
+			const struct services *ss, const bool *has)
+{
+	const struct otel_list *extra = p->o.otel ? &p->o.otel->resource : NULL;
+	size_t per = OTEL_SERVICE_ATTRS + (extra ? extra->n : 0), nres = 0, len = 0, gzlen = 0;
+	struct otlp_resource *res = calloc(ss->n + 1, sizeof(*res));
+	struct otlp_attr *attrs = calloc((ss->n + 1) * per, sizeof(*attrs));
+	int *res_of = calloc(ss->n + 1, sizeof(*res_of));
+	struct otlp_grouping g = { ss, res_of };
+	bool gz = p->o.otel && p->o.otel->gzip;
+	char *data = NULL;
+	uint8_t *gzdata = NULL;
+	FILE *mem = NULL;
+	int err = -ENOMEM;
+
+	if (!res || !attrs || !res_of)
+		goto out;
+	for (size_t i = 0; i < ss->n; i++) {
+		res_of[i] = -1;
+		if (!has[i])
+			continue;
+		res[nres].attrs = attrs + nres * per;
+		res[nres].nattrs = otel_resource_attrs(&ss->sv[i], p->o.host, extra,
+						       attrs + nres * per);
+		res_of[i] = (int)nres++;
+	}
+	if (!nres) {
+		err = 0;
+		goto out;
+	}
+	{
+		struct otlp_opts oo = {
+			.no_symbolize = p->o.no_symbolize, .no_thread_label = true,
+			.resources = res, .nresources = nres,
+			.resource_of = otlp_resource_of, .ctx = &g,
+			.time_ns = w->from * 1000000000ull,
+			.duration_ns = (w->until - w->from) * 1000000000ull,
+		};
+
+		mem = open_memstream(&data, &len);
+		if (!mem)
+			goto out;
+		err = export_otlp_opts(s, mem, &oo);
+		if (fclose(mem) && !err)
+			err = -ENOMEM;
+	}
+	if (!err && gz)
+		err = gzip_buf(data, len, &gzdata, &gzlen);
+	if (!err)
+		err = spool_write(p, w->until, gz ? "gzip" : "", gz ? (void *)gzdata : data,
+				  gz ? gzlen : len);
+	/* past the bound, or no room on a full disk: dropped, counted */
+	if (err == -EFBIG || err == -ENOSPC) {
+		count(p, err == -EFBIG ? &p->st.dropped : &p->st.dropped_full);
+		count(p, &p->st.payloads);
+		err = 0;
+	}
+out:
+	free(data);
+	free(gzdata);
+	free(res);
+	free(attrs);
+	free(res_of);
+	return err;
+}
+
 /* The service of every image of @s, distinct ones found through a map. @return 0 or -ENOMEM. */
 static int group(struct pusher *p, const struct session *s, struct services *ss)
 {
@@ -756,6 +930,11 @@ static int convert(struct pusher *p, const struct window *w)
 	}
 	for (size_t i = 0; i < session__nsamples(s); i++)
 		has[ss.of_image[session__sample(s, i)->image]] = true;
+	if (p->o.api == PUSH_API_OTLP) {
+		err = convert_otlp(p, w, s, &ss, has);
+		free(has);
+		goto out;
+	}
 	for (size_t i = 0; i < ss.n && !err; i++) {
 		struct pprof_opts po = {
 			.no_symbolize = p->o.no_symbolize, .no_thread_label = true,
@@ -1057,6 +1236,53 @@ static int spool_load(struct pusher *p)
 	return 0;
 }
 
+/*
+ * OTLP: the OTEL_EXPORTER_OTLP_*HEADERS appended to the headers, then the
+ * same list again with Content-Encoding: gzip, for the payloads made
+ * gzipped (a spool may hold both kinds). @return 0, -EINVAL or -ENOMEM.
+ */
+static int otlp_headers(struct pusher *p)
+{
+	const struct otel_list *h = p->o.otel ? &p->o.otel->headers : NULL;
+	struct curl_slist *gz = NULL, *l;
+
+	for (const struct curl_slist *c = p->headers; c; c = c->next) {
+		if (!(l = curl_slist_append(gz, c->data)))
+			goto oom;
+		gz = l;
+	}
+	if (!(l = curl_slist_append(gz, "Content-Encoding: gzip")))
+		goto oom;
+	gz = l;
+	for (size_t i = 0; h && i < h->n; i++) {
+		char *line;
+		int n;
+
+		/* "Name;" is curl's way to send a header with an empty value */
+		n = h->kv[i].value[0] ? asprintf(&line, "%s: %s", h->kv[i].key, h->kv[i].value) :
+					asprintf(&line, "%s;", h->kv[i].key);
+		if (n < 0)
+			goto oom;
+		l = curl_slist_append(p->headers, line);
+		if (l) {
+			p->headers = l;
+			l = curl_slist_append(gz, line);
+			if (l)
+				gz = l;
+		}
+		/* header values may be secrets (an API key) */
+		explicit_bzero(line, strlen(line));
+		free(line);
+		if (!l)
+			goto oom;
+	}
+	p->headers_gz = gz;
+	return 0;
+oom:
+	curl_slist_free_all(gz);
+	return -ENOMEM;
+}
+
 static int make_dir(const char *path)
 {
 	struct stat st;
@@ -1093,7 +1319,8 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	pthread_condattr_destroy(&ca);
 	if (getrandom(&p->run_id, sizeof(p->run_id), GRND_NONBLOCK) != sizeof(p->run_id))
 		p->run_id = (uint32_t)clock_mono_ns() ^ (uint32_t)getpid();
-	p->api = opts->api == PUSH_API_CONNECT ? "connect" : "ingest";
+	p->api = opts->api == PUSH_API_CONNECT ? "connect" : opts->api == PUSH_API_OTLP ? "otlp" :
+		 "ingest";
 	/* the ingest endpoint: a URL naming only the server gets Pyroscope's path */
 	path = strstr(opts->url, "://");
 	path = path ? strchr(path + 3, '/') : NULL;
@@ -1103,7 +1330,10 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (opts->api == PUSH_API_CONNECT) {
+	if (opts->api == PUSH_API_OTLP) {
+		/* otel_export_read() made the endpoint: used as it is */
+		snprintf(p->url, ulen, "%s", opts->url);
+	} else if (opts->api == PUSH_API_CONNECT) {
 		free(p->url);
 		if (!(p->url = connect_url(opts->url))) {
 			snprintf(err, errlen, "out of memory");
@@ -1132,6 +1362,7 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 	/* connect's unary protocol: the codec in the content type, the version in a header */
 	p->headers = curl_slist_append(NULL, opts->api == PUSH_API_CONNECT ?
 				       "Content-Type: application/proto" :
+				       opts->api == PUSH_API_OTLP ? "Content-Type: application/x-protobuf" :
 				       "Content-Type: binary/octet-stream");
 	if (p->headers && opts->api == PUSH_API_CONNECT) {
 		struct curl_slist *l = curl_slist_append(p->headers, "Connect-Protocol-Version: 1");
@@ -1174,6 +1405,10 @@ struct pusher *pusher__new(const struct push_opts *opts, char *err, size_t errle
 		if (!l)
 			goto fail;
 		p->headers = l;
+	}
+	if (opts->api == PUSH_API_OTLP && (e = otlp_headers(p))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
 	}
 	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
 	if (opts->basic_auth) {
@@ -1281,6 +1516,7 @@ void pusher__stop(struct pusher *p, struct push_stats *st)
 	if (p->curl)
 		curl_easy_cleanup(p->curl);
 	curl_slist_free_all(p->headers);
+	curl_slist_free_all(p->headers_gz);
 	symbolizer__free(p->sym);
 	free(p->url);
 	pthread_cond_destroy(&p->wake);

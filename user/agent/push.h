@@ -7,17 +7,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "otel.h"
 #include "service.h"
 
 /* Which of Pyroscope's APIs payloads are made for and pushed to. */
 enum push_api {
 	PUSH_API_INGEST,		/* POST /ingest?QUERY, one gzipped pprof per service */
 	PUSH_API_CONNECT,		/* push.v1.PusherService/Push: one PushRequest per window */
+	PUSH_API_OTLP,			/* OTLP/HTTP: one ExportProfilesServiceRequest per window */
 };
 
 struct push_opts {
 	const char *url;		/* the server; /ingest is added unless its path ends so */
 	enum push_api api;		/* with PUSH_API_CONNECT, the procedure's path is added to url */
+	/* with PUSH_API_OTLP: url is otel->endpoint, as given; headers, gzip and the resource */
+	const struct otel_export *otel;
 	const char *spool_dir;		/* payloads not pushed yet, one file each */
 	const char *output_dir;		/* where windows are kept, or NULL: those a crash left unpushed go at start */
 	uint64_t spool_bytes;		/* bound on them: the oldest go first, counted */
@@ -48,6 +52,7 @@ struct push_stats {
 	uint64_t spooled_bytes;		/* what the spool holds now on disk (blocks), as bounded */
 	uint64_t spooled;		/* payloads it holds now */
 	uint64_t elsewhere;		/* of them, payloads for another API or server: left for a run that pushes there */
+	uint64_t rejected;		/* OTLP: profiles a 2xx answer's partial success said were rejected */
 };
 
 struct pusher;

@@ -31,6 +31,9 @@ runs until enough happened, within a bound.
   privilege   as nobody: the error names "sfprof agent", and neither the
               output directory nor the spool is left behind.
 
+With --api otlp the agent pushes OTLP profiles to --otlp-endpoint instead of
+/ingest (issue 31): the same cases, one request per window.
+
 Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no unshare).
 """
 
@@ -178,27 +181,34 @@ def check_once(taken, what):
 
 
 def spooled_ids(spool):
-    """The identities of the payloads a spool holds (their query lines)."""
-    import urllib.parse
+    """The identities of the payloads a spool holds, as the receivers log them."""
+    import receivers
     ids = set()
     for name in os.listdir(spool):
         if name.endswith('.push'):
             with open(os.path.join(spool, name), 'rb') as f:
                 # SFPUSH2: a line "API URL" before the query (issue 31)
+                api = b'ingest'
                 if f.readline() == b'SFPUSH2\n':
-                    f.readline()
-                q = urllib.parse.parse_qs(f.readline().decode().strip())
-            ids.add('|'.join(q.get(k, [''])[0] for k in ('name', 'from', 'until')))
+                    api = f.readline().split(b' ')[0]
+                query = f.readline().decode().strip()
+                body = f.read()
+            if api == b'otlp':
+                ids.add(receivers.otlp_identity(body))
+            else:
+                ids.add(receivers.identity('/ingest?' + query, {}, b''))
     return ids
 
 
 AGENT = ['-F', '99', '--window', '1']
+# Where the agent pushes: --push (Pyroscope's /ingest), or --otlp-endpoint with --api otlp.
+DEST = '--push'
 
 
 def case_hang(ctx):
     rcv = Receiver(ctx, 'hang')
     spool = ctx.path('spool')
-    a = ctx.agent(['--push', rcv.url, '--spool-dir', spool, *AGENT, '--flush-timeout', '2'])
+    a = ctx.agent([DEST, rcv.url, '--spool-dir', spool, *AGENT, '--flush-timeout', '2'])
     wait_for('a push hangs at the server', lambda: rcv.requests(), 30, a)
     time.sleep(1.5)
     rc, secs = stop(a)
@@ -215,7 +225,7 @@ def case_hang(ctx):
     rcv.stop()
     # the same server back: a payload goes only to the URL it was made for (issue 31)
     ok = Receiver(ctx, 'ok', 'rcv-ok', port=rcv.port)
-    b = ctx.agent(['--push', ok.url, '--spool-dir', spool, *AGENT], 'agent2')
+    b = ctx.agent([DEST, ok.url, '--spool-dir', spool, *AGENT], 'agent2')
     wait_for('what the first run spooled is delivered', lambda: left <= set(ok.taken()), 40, b)
     stop(b)
     check_once(ok.taken(), 'the second run')
@@ -223,7 +233,7 @@ def case_hang(ctx):
 
 def case_refused(ctx, mode='odd503'):
     rcv = Receiver(ctx, mode)
-    a = ctx.agent(['--push', rcv.url, '--spool-dir', ctx.path('spool'), *AGENT,
+    a = ctx.agent([DEST, rcv.url, '--spool-dir', ctx.path('spool'), *AGENT,
                    '--max-backoff', '2', '--flush-timeout', '1'])
     refused = lambda: {r['id'] for r in rcv.requests() if r['status'] in (400, 503)}
 
@@ -260,7 +270,7 @@ def case_refused400(ctx):
 
 def case_answer(ctx, mode, extra=(), timeout='2'):
     rcv = Receiver(ctx, mode, extra=extra)
-    a = ctx.agent(['--push', rcv.url, '--spool-dir', ctx.path('spool'), *AGENT,
+    a = ctx.agent([DEST, rcv.url, '--spool-dir', ctx.path('spool'), *AGENT,
                    '--push-timeout', timeout, '--max-backoff', '2', '--flush-timeout', '3'])
     wait_for('8 payloads taken', lambda: sum(rcv.taken().values()) >= 8, 60, a)
     rc, _ = stop(a)
@@ -298,7 +308,7 @@ def has_threads(pid, names):
 def case_outdir_kill(ctx):
     rcv = Receiver(ctx, 'ok')
     out, spool = ctx.path('out'), ctx.path('spool')
-    args = ['--output-dir', out, '--push', rcv.url, '--spool-dir', spool, *AGENT,
+    args = ['--output-dir', out, DEST, rcv.url, '--spool-dir', spool, *AGENT,
             '--max-backoff', '1']
     a = ctx.agent(args)
     wait_for('3 payloads taken', lambda: sum(rcv.taken().values()) >= 3, 30, a)
@@ -467,7 +477,11 @@ def main():
     ap.add_argument('--sfprof', required=True)
     ap.add_argument('--workdir', required=True)
     ap.add_argument('--case', required=True, choices=sorted(CASES))
+    ap.add_argument('--api', choices=('ingest', 'otlp'), default='ingest',
+                    help='push to /ingest, or OTLP profiles to --otlp-endpoint')
     args = ap.parse_args()
+    global DEST
+    DEST = '--otlp-endpoint' if args.api == 'otlp' else '--push'
     if os.geteuid() != 0:
         log('SKIP: sfprof agent needs root (CAP_BPF and CAP_PERFMON)')
         return SKIP

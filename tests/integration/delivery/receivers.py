@@ -13,10 +13,12 @@ Listens on 127.0.0.1:PORT and answers each POST by MODE:
   trickle   sends the whole answer (200, headers, a 10-byte body) one byte
             every --byte-secs (default 1)
 and 503 to anything while DIR/pause exists, no answer while DIR/hang exists. Each request is a line of
-DIR/log.jsonl: the payload's identity (its name, from and until), the
+DIR/log.jsonl: the payload's identity (its name, from and until: of an OTLP
+request, posted to .../v1development/profiles, "otlp" and its profiles' time), the
 SHA-256 of its body, the status sent (0: none) and whether the status line
 went out whole (taken: the server has it). Prints "ready" once listening.
 """
+import gzip
 import hashlib
 import json
 import os
@@ -25,6 +27,33 @@ import sys
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import otlp_decode  # noqa: E402  (tests/integration/)
+
+
+def otlp_identity(body):
+    """'otlp|FROM|UNTIL' of an OTLP request: its profiles' start and end, in seconds."""
+    try:
+        req = otlp_decode.decode_request(body)
+        spans = {(p.get('time_unix_nano', 0), p.get('duration_nano', 0))
+                 for _, p in otlp_decode.profiles(req)}
+    except otlp_decode.DecodeError as e:
+        return f'otlp|undecodable: {e}'
+    if len(spans) != 1:
+        return f'otlp|{len(spans)} spans: {sorted(spans)}'
+    t, d = spans.pop()
+    return f'otlp|{t // 10**9}|{(t + d) // 10**9}'
+
+
+def identity(target, headers, body):
+    """The payload's identity: an /ingest query's name, from and until, or an OTLP request's span."""
+    if urllib.parse.urlsplit(target).path.endswith('/v1development/profiles'):
+        if headers.get('content-encoding') == 'gzip':
+            body = gzip.decompress(body)
+        return otlp_identity(body)
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
+    return '|'.join(q.get(k, [''])[0] for k in ('name', 'from', 'until'))
 
 
 class Handler(socketserver.StreamRequestHandler):
@@ -40,11 +69,11 @@ class Handler(socketserver.StreamRequestHandler):
             k, _, v = h.decode('latin-1').partition(':')
             headers[k.strip().lower()] = v.strip()
         body = self.rfile.read(int(headers.get('content-length', '0')))
+        self.headers = headers
         return line.decode('latin-1').split(' ')[1], body
 
     def log(self, target, body, status, taken):
-        q = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
-        rec = {'id': '|'.join(q.get(k, [''])[0] for k in ('name', 'from', 'until')),
+        rec = {'id': identity(target, self.headers, body),
                'sha': hashlib.sha256(body).hexdigest(), 'status': status, 'taken': taken,
                't': time.time()}
         with self.server.lock:
