@@ -427,7 +427,7 @@ def spool_disk(spool):
 
 def case_spool_size(ctx):
     spool, bound = ctx.path('spool'), 32 << 10
-    a = ctx.agent(['--push', f'http://127.0.0.1:{free_port()}', '--spool-dir', spool, *AGENT,
+    a = ctx.agent([DEST, f'http://127.0.0.1:{free_port()}', '--spool-dir', spool, *AGENT,
                    '--spool-size', '32K', '--max-backoff', '1'])
     peak, t0, full_at = 0, time.monotonic(), None
     # until 4 s after the spool first held half its bound (the first window's conversion
