@@ -192,6 +192,31 @@ bool image_layout__frame_addr(const struct image_layout *l, const struct session
 			      uint64_t *addr, size_t *map);
 
 /**
+ * image_layouts__get() - the layout of image @image in @layouts (one per
+ * image of @s, zeroed at first), made on its first use.
+ * @return it, or NULL with *@oom set when it cannot be made.
+ */
+struct image_layout *image_layouts__get(struct image_layout *layouts, const struct session *s,
+					uint32_t image, bool *oom);
+
+/* Where a profile with mappings and locations (pprof, OTLP) puts one frame. */
+struct frame_place {
+	uint64_t addr;	/* the location's address: 0 for a Python frame */
+	size_t map;	/* the image's mapping that holds it, or SIZE_MAX (kernel, Python, JIT code) */
+	bool named;	/* whether it gets its functions here (else a server names it) */
+};
+
+/**
+ * frame_place() - where frame @f of an image goes: its address in the image
+ * (@l, NULL when the image's layout could not be made), and whether it is
+ * named here. It always is, except a user frame in a mapping with
+ * @no_symbolize, which a server names by its build ID and address; JIT code
+ * has neither and kernel frames are known only here, so both stay named.
+ */
+void frame_place(const struct image_layout *l, const struct session_frame *f, bool no_symbolize,
+		 struct frame_place *out);
+
+/**
  * export_stream_error() - how writing @out went, once the exporter is done.
  * Flushes first, so that a write failing now (a full disk) reports its own
  * errno rather than the stream's sticky error flag alone.

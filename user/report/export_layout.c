@@ -207,3 +207,28 @@ bool image_layout__frame_addr(const struct image_layout *l, const struct session
 	*addr = f->rel - l->vaddr[*map] + im->maps[*map].start;
 	return true;
 }
+
+struct image_layout *image_layouts__get(struct image_layout *layouts, const struct session *s,
+					uint32_t image, bool *oom)
+{
+	struct image_layout *l = &layouts[image];
+
+	if (!l->vaddr && image_layout__init(l, s, image)) {
+		*oom = true;
+		return NULL;
+	}
+	return l;
+}
+
+void frame_place(const struct image_layout *l, const struct session_frame *f, bool no_symbolize,
+		 struct frame_place *out)
+{
+	out->addr = f->addr;
+	out->map = SIZE_MAX;
+	/* code the interpreter runs: no mapping, no address, a Line of the code object's */
+	if (f->python)
+		out->addr = 0;
+	else if (!f->kernel && l)
+		image_layout__frame_addr(l, f, &out->addr, &out->map);
+	out->named = !no_symbolize || f->kernel || out->map == SIZE_MAX || (!f->module && f->sym);
+}

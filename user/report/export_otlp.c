@@ -243,17 +243,6 @@ static void line(struct otlp *p, const struct session_frame *f)
 	pb_msg(&p->loc_msg, LOCATION_LINES, &p->line);
 }
 
-static struct image_layout *layout(struct otlp *p, uint32_t image)
-{
-	struct image_layout *l = &p->layouts[image];
-
-	if (!l->vaddr && image_layout__init(l, p->s, image)) {
-		p->oom = true;
-		return NULL;
-	}
-	return l;
-}
-
 /*
  * The Location of frame @frame of image @image, as the pprof exporter makes
  * it: the @ninlined frames @inlined at its address (innermost first) are its
@@ -266,33 +255,19 @@ static uint32_t location_index(struct otlp *p, uint32_t image, uint32_t frame,
 	/* kernel and Python frames are the same in every process */
 	uint64_t key = f->kernel || f->python ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t idx = cached(p->location_idx, key), map_idx = 0;
-	uint64_t addr = f->addr;
-	struct image_layout *l;
-	bool in_map = false;
-	size_t map;
+	struct frame_place fp;
 
 	if (idx)
 		return idx - 1;
-	if (f->kernel) {
+	frame_place(f->kernel || f->python ? NULL : image_layouts__get(p->layouts, p->s, image, &p->oom),
+		    f, p->o->no_symbolize, &fp);
+	if (f->kernel)
 		map_idx = kernel_mapping(p);
-		in_map = true;
-	} else if (f->python) {
-		/* code the interpreter runs: no mapping, no address, a Line of the code object's */
-		addr = 0;
-	} else if ((l = layout(p, image))) {
-		image_layout__frame_addr(l, f, &addr, &map);
-		if (map != SIZE_MAX) {
-			map_idx = mapping_index(p, image, map);
-			in_map = true;
-		}
-	}
+	else if (fp.map != SIZE_MAX)
+		map_idx = mapping_index(p, image, fp.map);
 	pb_uint(&p->loc_msg, LOCATION_MAPPING_INDEX, map_idx);
-	pb_uint(&p->loc_msg, LOCATION_ADDRESS, addr);
-	/*
-	 * A user frame placed in a mapping is named by the server (its build ID
-	 * and address); JIT code has neither: it is named here.
-	 */
-	if (!p->o->no_symbolize || f->kernel || !in_map || (!f->module && f->sym)) {
+	pb_uint(&p->loc_msg, LOCATION_ADDRESS, fp.addr);
+	if (fp.named) {
 		for (uint32_t i = 0; i < ninlined; i++)
 			line(p, session__frame(p->s, inlined[i]));
 		line(p, f);

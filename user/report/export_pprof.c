@@ -118,17 +118,6 @@ static uint32_t function_id(struct pprof *p, const char *name, const char *file)
 	return id;
 }
 
-static struct image_layout *layout(struct pprof *p, uint32_t image)
-{
-	struct image_layout *l = &p->layouts[image];
-
-	if (!l->vaddr && image_layout__init(l, p->s, image)) {
-		p->oom = true;
-		return NULL;
-	}
-	return l;
-}
-
 /*
  * The Location of frame @frame of image @image; @inlined are the @ninlined
  * frames inlined at its address (innermost first), its Lines before its
@@ -142,14 +131,17 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
 	uint64_t key = f->kernel || f->python ? frame : (uint64_t)(image + 1) << 32 | frame;
 	uint32_t id = id_of(p->location_ids, key), map_id = 0, fn;
 	uint32_t inlined_fn[MAX_INLINED_LINES];
+	struct frame_place fp;
+	uint64_t addr;
 	bool named;
-	struct image_layout *l;
-	uint64_t addr = f->addr;
 	char buf[128];
-	size_t map;
 
 	if (id)
 		return id;
+	frame_place(f->kernel || f->python ? NULL : image_layouts__get(p->layouts, p->s, image, &p->oom),
+		    f, p->o->no_symbolize, &fp);
+	addr = fp.addr;
+	named = fp.named;
 	if (f->kernel) {
 		if (!p->kernel_mapping)
 			p->kernel_mapping = ++p->nmappings;
@@ -158,19 +150,9 @@ static uint32_t location_id(struct pprof *p, uint32_t image, uint32_t frame,
 		if (addr >= p->kernel_hi)
 			p->kernel_hi = addr + 1;
 		map_id = p->kernel_mapping;
-	} else if (f->python) {
-		/* code the interpreter runs: no mapping, no address, a Line of the code object's */
-		addr = 0;
-	} else if ((l = layout(p, image))) {
-		image_layout__frame_addr(l, f, &addr, &map);
-		if (map != SIZE_MAX)
-			map_id = mapping_id(p, image, map);
+	} else if (fp.map != SIZE_MAX) {
+		map_id = mapping_id(p, image, fp.map);
 	}
-	/*
-	 * A user frame placed in a mapping is named by the server (its build ID
-	 * and address); JIT code has neither: it is named here.
-	 */
-	named = !p->o->no_symbolize || f->kernel || !map_id || (!f->module && f->sym);
 	/* before the location's fields: a new function is built in the same buffer */
 	fn = !named ? 0 : f->python ? function_id(p, f->py_qualname, f->file) :
 	     function_id(p, session_frame_name(f, buf, sizeof(buf)), f->file);
