@@ -647,11 +647,10 @@ static int write_request(struct otlp *p, const struct pb *req, FILE *out)
 	if (strings.oom || link.oom || head.oom)
 		goto out;
 	err = -EIO;
-	if (fwrite(req->p, 1, req->len, out) != req->len ||
-	    fwrite(head.p, 1, head.len, out) != head.len)
+	if (!pb_write(req, out) || !pb_write(&head, out))
 		goto out;
 	for (size_t i = 0; i < nparts; i++)
-		if (fwrite(parts[i]->p, 1, parts[i]->len, out) != parts[i]->len)
+		if (!pb_write(parts[i], out))
 			goto out;
 	err = 0;
 out:

@@ -7,6 +7,12 @@
 #include "protobuf.h"
 #include "util/text.h"
 
+bool pb_write(const struct pb *b, FILE *out)
+{
+	/* an empty buffer has no bytes, nor perhaps a pointer: fwrite() wants one */
+	return !b->len || fwrite(b->p, 1, b->len, out) == b->len;
+}
+
 void pb_raw(struct pb *b, const void *data, size_t n)
 {
 	if (b->oom || !n)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "strtab.h"
 
@@ -38,6 +39,9 @@ void pb_bytes(struct pb *b, unsigned field, const void *data, size_t n);
 
 /** pb_msg() - append @sub as a message field, then empty @sub for the next one. */
 void pb_msg(struct pb *b, unsigned field, struct pb *sub);
+
+/** pb_write() - write @b's bytes to @out (an empty buffer writes nothing). @return whether all went. */
+bool pb_write(const struct pb *b, FILE *out);
 
 /** pb_release() - free the buffer; it is empty afterwards. */
 void pb_release(struct pb *b);
