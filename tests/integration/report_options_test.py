@@ -616,7 +616,8 @@ MIN_JOINED_SAMPLES = 1000
 
 def record_both(ctx, prog, arg, pd, sd):
     """perf record runs @prog, sfprof record -p joins it until it exits. @return
-    whether perf could read its recording (False: try again)."""
+    'ok', 'perf' when perf could not read its recording, or 'short' when sfprof
+    took too few samples (both: try again)."""
     cmd = ['perf', 'record', '-q', '-B', '--no-bpf-event', '-F', '999', '--call-graph', 'dwarf',
            '-o', pd, prog, arg]
     log('$ ' + rt.quote(cmd))
@@ -642,13 +643,13 @@ def record_both(ctx, prog, arg, pd, sd):
             perf.wait()
     if perf.returncode or 'assertion failed' in err or not os.path.exists(pd):
         log(f'perf record failed ({perf.returncode}): {err.strip()[:200]}')
-        return False
+        return 'perf'
     # a BPF program loaded during the recording can leave a file perf cannot read
     q = subprocess.run(['perf', 'report', '--stdio', '-i', pd, '--sort', 'dso', '-g', 'none'],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     if q.returncode:
         log('perf report cannot read that recording: recording again')
-        return False
+        return 'perf'
     # sfprof joins a running program: on a busy machine its start (the BPF
     # verifier) can take most of the run, and shares need samples
     mine = sfprof(ctx, ['report', '-i', sd, '--sort', 'sym', '-g', 'none']).stdout
@@ -657,8 +658,8 @@ def record_both(ctx, prog, arg, pd, sd):
     if n < MIN_JOINED_SAMPLES:
         log(f'sfprof record joined with {n} samples, fewer than {MIN_JOINED_SAMPLES}: '
             'recording a longer run')
-        return False
-    return True
+        return 'short'
+    return 'ok'
 
 
 def case_perf(ctx):
@@ -678,12 +679,14 @@ def case_perf(ctx):
     for prog, arg in ((tree, '3'), (chains, '3')):
         name = os.path.basename(prog)
         pd, sd = ctx.path(name + '.perf'), ctx.path(name + '.sf')
-        for attempt in range(4):
-            # a run twice as long each time sfprof joined too late (bounded: 3 to 24 s)
-            ok = record_both(ctx, prog, str(int(arg) << attempt), pd, sd)
-            if ok:
+        secs = int(arg)
+        for _ in range(4):
+            got = record_both(ctx, prog, str(secs), pd, sd)
+            if got == 'ok':
                 break
-        if not ok:
+            if got == 'short':
+                secs *= 2  # sfprof joined too late: a run twice as long (3 to 24 s)
+        if got != 'ok':
             log('SKIP: perf cannot record or read its recordings here')
             sys.exit(rt.SKIP)
         data[name] = (pd, sd)
