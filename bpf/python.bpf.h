@@ -199,7 +199,7 @@ struct py_code_slot {
 	__u64 code;
 	__u64 time_ns;
 	__u32 hash;
-	__u32 pad;
+	__u32 tgid;	/* whose address: processes running one program share addresses' low bits */
 };
 
 struct {
@@ -315,7 +315,8 @@ static long py_walk_step(__u64 i, struct py_walk *w)
 	words = pp->code_check_words;
 	slot_key = ((code >> 4) ^ (code >> 12)) & (PY_CODE_SLOTS - 1);
 	slot = bpf_map_lookup_elem(&py_codes, &slot_key);
-	if (slot && w->slots && slot->code == code && w->now - slot->time_ns < PY_CODE_TTL_NS) {
+	if (slot && w->slots && slot->code == code && slot->tgid == w->sc->h.pid &&
+	    w->now - slot->time_ns < PY_CODE_TTL_NS) {
 		rec->reserved = slot->hash;
 	} else if (words && words <= PY_CHECK_WORDS &&
 		   /* all PY_CHECK_WORDS words, whatever is hashed: the code object is longer */
@@ -324,6 +325,7 @@ static long py_walk_step(__u64 i, struct py_walk *w)
 		rec->reserved = py_check_hash(w->check, words);
 		if (slot) {
 			slot->code = code;
+			slot->tgid = w->sc->h.pid;
 			slot->time_ns = w->now;
 			slot->hash = rec->reserved;
 		}

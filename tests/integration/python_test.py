@@ -293,7 +293,10 @@ def check_hostile(name, samples, err):
 def check_embedded(name, samples, err):
     """tests/progs/py/embed.c: libpython loaded by dlopen() 50 ms after the program started,
     chains.py run through runpy: the same chains, then runpy's frames."""
-    got = check_chains(name, samples, outer=('runpy.py', '<string>'))
+    try:
+        got = check_chains(name, samples, outer=('runpy.py', '<string>'))
+    except Failure as e:
+        raise Failure(f'{e}\n  record said: {python_line(err)}') from None
     if not re.search(r'Python: [1-9]\d* processes', err):
         raise Failure(f'{name}: record found no interpreter: {err.strip()}')
     log(f'  {name} (dlopen): ' + ', '.join(f'{leaf} {ok}/{of}' for leaf, (ok, of) in got.items()))
@@ -311,6 +314,12 @@ def build_embed(progs, work):
         if p.returncode == 0:
             return exe
     return None
+
+
+def python_line(stderr):
+    """record's summary of the interpreters it read (frames named, unreadable, gone)."""
+    m = re.search(r'Python: [^\n]*', stderr)
+    return m.group(0) if m else '(no Python summary)'
 
 
 def summary_figures(stderr):
@@ -368,7 +377,7 @@ def test_interpreter(sfprof, work, name, exe, workload, started, seconds):
             break
         except Failure as e:
             if 'fewer than' not in str(e) or attempt == 2:
-                raise
+                raise Failure(f'{e}\n  record said: {python_line(err)}') from None
             log(f'  {e}: again at twice the CPU time')
             seconds *= 2
             data, err = record(sfprof, work, name, exe, workload, seconds)

@@ -760,6 +760,47 @@ static void test_cache(void **state)
 	pycode_cache__free(NULL);
 }
 
+/*
+ * A held failure answers a few lookups, then the object is read again: a
+ * read that failed once (its memory unreadable for a moment) does not leave
+ * a live code object unnamed for the rest of the process.
+ */
+static void test_cache_retry(void **state)
+{
+	static struct image im;
+	const struct pycode_layout *l = pycode_layout__for(13);
+	struct pycode_cache *cache = pycode_cache__new(4);
+	struct pycode_info info;
+	uint8_t type[8];
+	unsigned reads, held = 0, i;
+	int err;
+
+	(void)state;
+	assert_non_null(cache);
+	forge(&im, l, table_311, sizeof(table_311));
+	/* the type pointer unreadable: the object is not a code object, for now */
+	memcpy(type, im.b + O_CODE + l->ob_type, 8);
+	memset(im.b + O_CODE + l->ob_type, 0, 8);
+	assert_int_equal(pycode_cache__lookup(cache, l, img_read, &im, IMG_BASE + O_CODE, 2, &info),
+			 -EBADMSG);
+	memcpy(im.b + O_CODE + l->ob_type, type, 8);
+	for (i = 0; i < 64; i++) {
+		reads = im.reads;
+		err = pycode_cache__lookup(cache, l, img_read, &im, IMG_BASE + O_CODE, 2, &info);
+		if (!err)
+			break;
+		assert_int_equal(err, -EBADMSG);
+		assert_int_equal(im.reads, reads);	/* held: not read */
+		held++;
+	}
+	/* a few lookups held it, never all */
+	assert_true(held >= 2 && held < 64);
+	assert_int_equal(err, 0);
+	assert_string_equal(info.qualname, "f.<locals>.g");
+	assert_int_equal(info.line, 12);
+	pycode_cache__free(cache);
+}
+
 /* Failing reads: the process has exited. */
 static int gone_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -818,6 +859,7 @@ int main(void)
 		cmocka_unit_test(test_forged_objects),
 		cmocka_unit_test(test_forged_random),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_cache_retry),
 		cmocka_unit_test(test_cache_checked),
 		cmocka_unit_test(test_debug_offsets),
 		cmocka_unit_test(test_cache_budget),

@@ -497,6 +497,13 @@ int pycode__resolve(const struct pycode_layout *l, pycode_read_fn read, void *ct
 	return 0;
 }
 
+/*
+ * Lookups a held failure answers before the object is read again: garbage
+ * costs a read in CACHE_FAIL_HITS, and a live object a read that failed once
+ * (the process between two states) is named again.
+ */
+#define CACHE_FAIL_HITS	4
+
 /* Bytes of line tables a cache holds in all; tables past it are read at each lookup. */
 #define CACHE_TABLE_BUDGET	(2u << 20)
 
@@ -504,6 +511,7 @@ struct cache_slot {
 	uint64_t code;
 	unsigned version;	/* 0: empty */
 	int err;		/* the held failure, or 0 */
+	unsigned err_hits;	/* lookups the failure has answered */
 	uint32_t check;		/* the names' hash read with them (0: not read) */
 	char *qualname, *file;
 	struct code_names cn;
@@ -645,7 +653,8 @@ int pycode_cache__lookup_checked(struct pycode_cache *c, const struct pycode_lay
 	if (!c || !l)
 		return -EINVAL;
 	s = &c->slots[slot_index(c, code)];
-	if (s->version == l->version && s->code == code && (!want || s->check == want)) {
+	if (s->version == l->version && s->code == code && (!want || s->check == want) &&
+	    (!s->err || ++s->err_hits < CACHE_FAIL_HITS)) {
 		c->hits++;
 		if (s->err)
 			return s->err;

@@ -81,8 +81,8 @@ uint32_t pycode__line(unsigned version, const uint8_t *table, size_t len, uint32
 /*
  * A cache per process of code objects: an address holds its names and line
  * table once read, so each (address, offset) costs one lookup after the first.
- * Failures are kept too, so a process that points at garbage costs its reads
- * once. Direct-mapped: a colliding address replaces the one held, which bounds
+ * Failures are kept too, for a few lookups, so a process that points at
+ * garbage costs a read now and then, and a read that failed once is tried again. Direct-mapped: a colliding address replaces the one held, which bounds
  * the entries; line tables are held up to 2 MiB in all, the others read again
  * at each lookup. A code object freed and another made at its address
  * keeps the old names until it is replaced or the cache cleared (on exec).
