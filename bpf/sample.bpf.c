@@ -16,6 +16,7 @@ const volatile bool filter_tids = false;	/* only tids in `tids` (-t) */
 const volatile bool follow_forks = false;	/* children of targets become targets */
 const volatile __u32 self_tgid = 0;		/* sfprof itself, never sampled */
 const volatile __u64 wakeup_bytes = 4 << 20;	/* wake the reader once this much is waiting */
+const volatile __u32 cost_cut = 0;		/* SAMPLE_CUT_*: parts left out (benchmarks only) */
 /*
  * The sampling window (CLOCK_MONOTONIC ns), set by the loader once every
  * CPU is attached and again when recording stops: no sample is taken
@@ -101,7 +102,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	long n;
 
-	if (now < window_start_ns || now >= window_end_ns)
+	if (now < window_start_ns || now >= window_end_ns || (cost_cut & SAMPLE_CUT_AFTER_FILTER))
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc) {
@@ -119,9 +120,10 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	h->weight = weight;
 	h->event = event;
 	h->py_depth = 0;
-	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	if (!(cost_cut & SAMPLE_CUT_COMM))
+		bpf_get_current_comm(h->comm, sizeof(h->comm));
 
-	if (!user) {
+	if (!user && !(cost_cut & SAMPLE_CUT_KSTACK)) {
 		h->flags |= SAMPLE_F_IN_KERNEL;
 		n = bpf_get_stack(ctx, sc->data, MAX_KSTACK_DEPTH * 8, 0);
 		if (n > 0)
@@ -139,16 +141,19 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
 	} else if (mm) {
-		sized = bpf_map_lookup_elem(&stack_sizes, &tid);
-		if (!fill_user(sc, kbytes, task, mm, sized ? *sized : ustack_size))
+		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL :
+			bpf_map_lookup_elem(&stack_sizes, &tid);
+		if (!fill_user(sc, kbytes, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
+			       sized ? *sized : ustack_size))
 			count(COUNTER_USTACK_FAULT);
 		/* the old program's memory is gone: so is its interpreter */
-		if (python_frames && !(h->flags & SAMPLE_F_EXEC_NEW_MM))
+		if (python_frames && !(cost_cut & SAMPLE_CUT_PYTHON) &&
+		    !(h->flags & SAMPLE_F_EXEC_NEW_MM))
 			py_sample(sc, kbytes, tgid, tid, task, now, true);
 	}
 
 	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);
-	if (len > sizeof(*sc))
+	if (len > sizeof(*sc) || (cost_cut & SAMPLE_CUT_OUTPUT))
 		return 0;
 	/*
 	 * No wake-up per sample: that is an interrupt and a context switch each.

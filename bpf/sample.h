@@ -92,6 +92,19 @@ struct sample_py_frame {
 };
 
 /* Indexes of the per-CPU counters map. */
+/*
+ * Parts of a sample the sampler leaves out (its cost_cut, set from
+ * SFPROF_SAMPLER_CUT): only for scripts/bench-pressure, which measures what
+ * each part costs. A recording made with any is incomplete.
+ */
+#define SAMPLE_CUT_AFTER_FILTER	0x1	/* return once the task is known to be recorded */
+#define SAMPLE_CUT_SIZE_LOOKUP	0x2	/* every thread copies ustack_size: no per-thread size */
+#define SAMPLE_CUT_KSTACK	0x4	/* no kernel stack */
+#define SAMPLE_CUT_USTACK	0x8	/* no user stack copy (registers still read) */
+#define SAMPLE_CUT_PYTHON	0x10	/* no Python walk */
+#define SAMPLE_CUT_OUTPUT	0x20	/* assembled, not put in the ring */
+#define SAMPLE_CUT_COMM		0x40	/* no comm */
+
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */
 #define COUNTER_NO_SCRATCH	2	/* no scratch buffer for this CPU: lost */

@@ -27,13 +27,26 @@ from /proc, from wait4's rusage, or from bpftool:
               bytes per sample, and with --perf-script its share of complete
               stacks (perf script unwinds every sample: about 45 s for 7000 cc1
               samples).
-  cost        kernel.bpf_stats_enabled=1 for the part (restored after); with
-              one deep thread per CPU, `record -a` at 999 and 4999 Hz: the BPF
-              program "sample"'s run_time_ns / run_cnt over --seconds (bpftool
-              -j prog show, before and after, sfprof still running), sfprof's
-              CPU time per sample over the same window (schedstat of its
-              threads) and over its whole life (rusage: start-up /proc scan and
-              the final write included).
+  cost        kernel.bpf_stats_enabled=1 for the part (restored after); each
+              BPF figure is run_time_ns / run_cnt of a program over --seconds
+              (bpftool -j prog show, before and after, the program still
+              running; for sfprof the window opens 1 s (SETTLE) after its first
+              sample, its start-up left out), sfprof's CPU time per sample
+              over the same window (schedstat of its threads; the window's
+              share of the samples in its file). Beside sfprof's "sample",
+              two baselines of bench/bpf_baseline measured in the same run:
+              counting only (a perf_event program that counts the samples it
+              filters on) and one read (the same plus 8 bytes read at the
+              user SP). Three tables: (i) shallow stacks, cpuloop --threads 3
+              --no-pin as the target at 999 Hz: counting only and one read
+              with --pid, `record -p PID` and `record -a`, with the user-stack
+              bytes copied per sample; (ii) the same load, `record -p PID`
+              with SFPROF_SAMPLER_CUT set to each of --cost-cuts (the parts
+              the sampler leaves out; a cut sfprof refuses is printed as
+              such): ns per run and what the parts cut cost; (iii) one deep
+              thread per CPU at 999 and 4999 Hz: both baselines on every task
+              and `record -a`, with sfprof's CPU over its whole life too
+              (rusage: start-up /proc scan and the final write included).
   memory      one deep thread per CPU, `record -a` at 999, 4999, 10000 and
               20000 Hz for --memory-seconds: peak RSS, samples per second and
               CPU reached (below the rate asked: the kernel throttled), lost,
@@ -64,6 +77,7 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -83,6 +97,7 @@ CLK_TCK = os.sysconf('SC_CLK_TCK')
 BPF_STATS = '/proc/sys/kernel/bpf_stats_enabled'
 MAX_RATE = '/proc/sys/kernel/perf_event_max_sample_rate'
 MiB = 1024 * 1024
+SETTLE = 1.0  # seconds from sfprof's first sample to cost's window: its start-up left out
 
 
 def max_copy():
@@ -122,7 +137,9 @@ FIGURES = {
 
 
 class Failed(Exception):
-    pass
+    def __init__(self, message, log=None):
+        super().__init__(message)
+        self.log = log  # what the program said on stderr, when it ran
 
 
 def say(text=''):
@@ -288,10 +305,12 @@ class Bench:
     # one sfprof recording
 
     def record(self, hz, duration=None, extra=(), command=None, every=None, on_rss=None,
-               window=None, session=True):
+               window=None, session=True, pid=None, cut=None):
         """Run `sfprof record` once and return its figures.
 
         @duration: --duration SECS (None: until @command exits, or @window stops it).
+        @pid: record -p PID instead of -a.
+        @cut: SFPROF_SAMPLER_CUT in sfprof's environment (the parts its sampler leaves out).
         @command: recorded with `-- COMMAND` (rusage then counts it too: RSS is polled instead).
         @every, @on_rss: call on_rss(seconds, rss) every @every seconds.
         @window: called with the sfprof pid once it samples; returns what to add to the
@@ -304,7 +323,9 @@ class Bench:
             if os.path.exists(f):
                 os.unlink(f)
         argv = [self.a.sfprof, 'record', '-F', str(hz), '-o', self.data]
-        if command is None:
+        if pid is not None:
+            argv[2:2] = ['-p', str(pid)]
+        elif command is None:
             argv.insert(2, '-a')
         if duration is not None:
             argv += ['--duration', f'{duration:g}']
@@ -316,8 +337,11 @@ class Bench:
         # bounded: the run's own length plus start and stop, then SIGINT, then SIGKILL
         limit = (duration if duration is not None else self.a.command_timeout) + 60
         t0 = time.monotonic()
+        env = None
+        if cut is not None:
+            env = dict(os.environ, SFPROF_SAMPLER_CUT=cut)
         p = PROCS.start(argv, stop_signal=signal.SIGINT, session=session,
-                        stdout=subprocess.DEVNULL, stderr=log)
+                        stdout=subprocess.DEVNULL, stderr=log, env=env)
         hwm = 0  # the highest VmHWM and VmRSS read while it ran
         next_rss = t0 + every if every else None
         extra_figures = {}
@@ -367,7 +391,8 @@ class Bench:
             raise Failed(f'{" ".join(argv)}: still running {limit:.0f} s after its start\n{text}')
         if code or r['samples'] is None:
             raise Failed(f'{" ".join(argv)}: exit status {code}, '
-                         f'{"no" if r["samples"] is None else "a"} summary line\n{text}')
+                         f'{"no" if r["samples"] is None else "a"} summary line\n{text}',
+                         log=text)
         r['wall'] = wall
         r['cpu'] = ru.ru_utime + ru.ru_stime
         # rusage's maxrss is the VmHWM of sfprof alone only when it had no command to wait
@@ -535,19 +560,103 @@ class Bench:
                 ids.add(int(m.group(1)))
         return ids
 
-    def bpf_sample(self, ids):
-        """(run_cnt, run_time_ns) summed over the programs named "sample" among @ids."""
+    def bpf_stats(self, ids, name):
+        """{id: (run_cnt, run_time_ns)} of the programs named @name among @ids."""
         out = subprocess.run(['bpftool', '-j', 'prog', 'show'], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              timeout=30).stdout
-        cnt = ns = 0
-        found = False
-        for prog in json.loads(out or '[]'):
-            if prog.get('name') == 'sample' and prog.get('id') in ids:
-                found = True
-                cnt += prog.get('run_cnt', 0)
-                ns += prog.get('run_time_ns', 0)
-        return (cnt, ns) if found else None
+        return {prog['id']: (prog.get('run_cnt', 0), prog.get('run_time_ns', 0))
+                for prog in json.loads(out or '[]')
+                if prog.get('name') == name and prog.get('id') in ids}
+
+    def bpf_window(self, pid, name, settle=0.0):
+        """The BPF statistics of @pid's program @name over a window of --seconds that opens
+        @settle seconds after the program first ran, and @pid's CPU time over it; {} when @pid
+        exits before it has loaded the program (it refused)."""
+        deadline = time.monotonic() + 30
+        while True:  # the program exists once the process has loaded it
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return {}  # not reaped: its caller reads its status and what it said
+            ids = self.bpf_ids(pid)
+            before = self.bpf_stats(ids, name) if ids else {}
+            if any(cnt for cnt, _ in before.values()):  # it has run: it is attached
+                break
+            if time.monotonic() > deadline:
+                raise Failed(f'no BPF program named "{name}" loaded and run in 30 s')
+            time.sleep(0.1)
+        ids = set(before)
+        time.sleep(settle)
+        odd = []
+        for _ in range(3):
+            before = self.bpf_stats(ids, name)
+            n0, t0 = cpu_ns(pid), time.monotonic()
+            time.sleep(self.a.seconds)
+            after = self.bpf_stats(ids, name)
+            n1, t1 = cpu_ns(pid), time.monotonic()
+            if set(after) != ids:
+                raise Failed(f'the BPF program "{name}" went away before the window ended')
+            runs = sum(after[i][0] - before[i][0] for i in ids)
+            run_ns = sum(after[i][1] - before[i][1] for i in ids)
+            if set(before) == ids and runs >= 0 and run_ns >= 0:
+                return {'runs': runs, 'run_ns': run_ns, 'win_cpu': (n1 - n0) / 1e9,
+                        'win_s': t1 - t0, 'odd': odd}
+            # seen on this VM under another tenant's load: a window whose statistics went
+            # back; it is measured again, and said
+            odd.append(f'{name} {sorted(ids)}: {before} -> {after}')
+        raise Failed(f'the BPF statistics of "{name}" went back in 3 windows: {"; ".join(odd)}')
+
+    def sfprof_cost(self, hz, pid=None, cut=None):
+        """`record -a` (or -p @pid) at @hz, its BPF program "sample" measured over a window."""
+        def window(spid):
+            return self.bpf_window(spid, 'sample', settle=SETTLE)
+
+        r = self.record(hz, window=window, pid=pid, cut=cut)
+        if 'runs' not in r:
+            raise Failed(f'sfprof record{f" -p {pid}" if pid else " -a"}: exited before it '
+                         f'loaded its BPF program "sample"')
+        # the samples of the window: its share of the span sfprof sampled (a -p recording's
+        # BPF runs include those the pid filter drops)
+        span = r['sampled'] or r['span']
+        smp = r['samples'] * min(r['win_s'] / span, 1) if span else None
+        r['user_us'] = r['win_cpu'] / smp * 1e6 if smp else None
+        return r
+
+    def baseline(self, prog, hz, pid=None):
+        """bench/bpf_baseline --prog @prog at @hz (--pid @pid), measured over the same window:
+        its BPF figures, plus 'samples' and 'failed' (reads) it counted over its life."""
+        self.runs += 1
+        if self.rate.restore():
+            self.lowered += 1
+        argv = [self.a.baseline, '--prog', prog, '--hz', str(hz)]
+        if pid is not None:
+            argv += ['--pid', str(pid)]
+        log = open(os.path.join(self.work, f'baseline{self.runs}.log'), 'w+')
+        p = PROCS.start(argv, stop_signal=signal.SIGINT, stdout=subprocess.PIPE, stderr=log,
+                        text=True)
+        out = ''
+        r = {}
+        try:
+            ready, _, _ = select.select([p.stdout], [], [], 30)
+            line = p.stdout.readline().strip() if ready else ''
+            if line == 'ready':
+                r = self.bpf_window(p.pid, f'base_{prog}')
+                os.kill(p.pid, signal.SIGINT)
+            else:
+                os.kill(p.pid, signal.SIGTERM)
+            out, _ = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Failed(f'{" ".join(argv)}: still running 30 s after SIGINT')
+        finally:
+            PROCS.stop(p)
+            log.seek(0)
+            text = log.read()
+            log.close()
+        m = re.search(r'bpf_baseline: (\d+) samples, (\d+) failed reads', out)
+        if p.returncode or not m or 'runs' not in r:
+            raise Failed(f'{" ".join(argv)}: exit status {p.returncode}, '
+                         f'{"a" if m else "no"} count line\n{text}', log=text)
+        r['samples'], r['failed'] = int(m.group(1)), int(m.group(2))
+        return r
 
     def cost(self):
         a = self.a
@@ -556,52 +665,153 @@ class Bench:
             say()
             return
         stats = Sysctl(BPF_STATS)
-        say(f'== cost per sample: {NCPU} threads 200 frames deep, record -a, a window of '
-            f'{a.seconds:g} s; kernel.bpf_stats_enabled=1 (was {stats.saved})')
-        say(f'{"Hz":>6} {"BPF runs":>9} {"BPF ns/run":>10} {"samples":>9} {"lost":>6} '
-            f'{"user us/smp":>11} {"CPU %":>6} {"life CPU s":>10} {"life us/smp":>11}')
-
-        def window(pid):
-            deadline = time.monotonic() + 30
-            while True:  # the program exists once sfprof has loaded it
-                ids = self.bpf_ids(pid)
-                before = self.bpf_sample(ids) if ids else None
-                if before:
-                    break
-                if time.monotonic() > deadline:
-                    raise Failed('sfprof loaded no BPF program named "sample" in 30 s')
-                time.sleep(0.1)
-            n0, t0 = cpu_ns(pid), time.monotonic()
-            time.sleep(a.seconds)
-            after = self.bpf_sample(ids)
-            n1, t1 = cpu_ns(pid), time.monotonic()
-            if not after:
-                raise Failed('the BPF program "sample" went away before the window ended')
-            return {'runs': after[0] - before[0], 'run_ns': after[1] - before[1],
-                    'win_cpu': (n1 - n0) / 1e9, 'win_s': t1 - t0}
-
+        say(f'== cost: kernel.bpf_stats_enabled=1 for the part (was {stats.saved}); every figure '
+            f'over a window of {a.seconds:g} s')
+        say(f'   while the program runs (sfprof\'s from {SETTLE:g} s after its first sample): '
+            'run_time_ns / run_cnt of its BPF')
+        say('   program from bpftool -j prog show, before and after')
+        say()
         try:
             stats.write(1)
-            for hz in (999, 4999):
-                dp = self.deep(a.seconds + 10)
-                try:
-                    time.sleep(0.5)
-                    r = self.record(hz, window=window)
-                finally:
-                    PROCS.stop(dp)
-                runs = max(r['runs'], 1)
-                say(f'{hz:>6} {r["runs"]:>9} {r["run_ns"] / runs:>10.0f} {r["samples"]:>9} '
-                    f'{fmt(r["lost"]):>6} {r["win_cpu"] / runs * 1e6:>11.2f} '
-                    f'{100 * r["win_cpu"] / r["win_s"]:>6.1f} {r["cpu"]:>10.2f} '
-                    f'{r["cpu"] / max(r["samples"], 1) * 1e6:>11.2f}')
+            self.cost_shallow()
+            self.cost_cuts()
+            self.cost_deep()
         finally:
             stats.restore()
-        say('  (BPF: run_time_ns / run_cnt of the program "sample" over the window, from '
-            'bpftool; user: sfprof\'s CPU time')
-        say('   over the same window (all its threads, user + system) per BPF run, and in % '
-            'of one CPU; life: its whole')
-        say('   run from rusage, start-up /proc scan and final write included, per sample '
-            'written)')
+
+    def shallow(self, lines):
+        """cpuloop, 3 unpinned threads 4 calls deep, for @lines lines of a table; ends by itself."""
+        seconds = min(3600, lines * (self.a.seconds + 40) + 30)
+        p = PROCS.start([self.a.cpuloop, '--threads', '3', '--no-pin', '--seconds', str(seconds)],
+                        stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        return p
+
+    def alive(self, p, what):
+        if p.poll() is not None:
+            raise Failed(f'{what} exited early (status {p.returncode})')
+
+    def odd(self, r):
+        for o in r.get('odd', ()):
+            say(f'    (a window before this line\'s was measured again: its BPF statistics went '
+                f'back, {o})')
+
+    def cost_shallow(self):
+        a = self.a
+        say('== cost per sample on shallow stacks: cpuloop --threads 3 --no-pin (4 levels of '
+            f'calls) on {NCPU} CPUs, -F 999')
+        say(f'{"program":<24} {"BPF runs":>9} {"ns/run":>7} {"samples":>8} {"copy B/smp":>10} '
+            f'{"user us/smp":>11} {"CPU %":>6}  notes')
+        cl = self.shallow(4)
+        try:
+            for label, prog in (('counting only (--pid)', 'count'), ('one read (--pid)', 'read')):
+                self.alive(cl, 'cpuloop')
+                r = self.baseline(prog, 999, pid=cl.pid)
+                say(f'{label:<24} {r["runs"]:>9} {r["run_ns"] / max(r["runs"], 1):>7.0f} '
+                    f'{r["samples"]:>8} {"-":>10} {"-":>11} {"-":>6}  '
+                    + (f'{r["failed"]} failed reads' if prog == 'read' else ''))
+                self.odd(r)
+            for label, pid in (('sfprof record -p PID', cl.pid), ('sfprof record -a', None)):
+                self.alive(cl, 'cpuloop')
+                r = self.sfprof_cost(999, pid=pid)
+                runs = max(r['runs'], 1)
+                say(f'{label:<24} {r["runs"]:>9} {r["run_ns"] / runs:>7.0f} {r["samples"]:>8} '
+                    f'{fmt(r["copy_bps"]):>10} {fmt(r["user_us"], ".2f"):>11} '
+                    f'{100 * r["win_cpu"] / r["win_s"]:>6.1f}  {fmt(r["lost"])} lost')
+                self.odd(r)
+        finally:
+            PROCS.stop(cl)
+        say('  (counting only, one read: bench/bpf_baseline, a perf_event program on a cpu-clock '
+            'event per CPU that counts the')
+        say('   samples of cpuloop, and also reads 8 bytes at the user SP of the task interrupted; '
+            'BPF runs: every run of the')
+        say('   program over the window, those the pid filter drops included; samples: what the '
+            'program counted over its life')
+        say('   (the baselines) or in the file (sfprof); copy B/smp: user-stack bytes copied per '
+            'sample, from sfprof\'s summary;')
+        say('   user us/smp: sfprof\'s CPU time over the window (all its threads, user + system) '
+            'per sample, the window\'s')
+        say('   share of the samples in its file; CPU %: the same time in % of one CPU)')
+        say()
+
+    def cost_cuts(self):
+        a = self.a
+        with open(a.sfprof, 'rb') as f:
+            reads_cut = b'SFPROF_SAMPLER_CUT' in f.read()
+        say('== where the sampler\'s time goes: sfprof record -p PID -F 999 on the same cpuloop, '
+            'SFPROF_SAMPLER_CUT=PARTS')
+        say('   (the parts the sampler leaves out)'
+            + ('' if reads_cut else '; this sfprof does not read SFPROF_SAMPLER_CUT: every line '
+               'runs the whole sampler'))
+        say(f'{"cut":<16} {"BPF runs":>9} {"ns/run":>7} {"saves ns":>8} {"copy B/smp":>10} '
+            f'{"user us/smp":>11} {"samples":>8}')
+        full = None
+        cl = self.shallow(len(a.cost_cuts))
+        try:
+            for cut in a.cost_cuts:
+                self.alive(cl, 'cpuloop')
+                label = cut or '(none)'
+                try:
+                    r = self.sfprof_cost(999, pid=cl.pid, cut=cut or None)
+                except Failed as e:
+                    if e.log is None:
+                        raise
+                    said = [ln.strip() for ln in e.log.splitlines() if ln.strip()]
+                    named = [ln for ln in said if 'SFPROF_SAMPLER_CUT' in ln or 'cut' in ln]
+                    say(f'{label:<16} refused: {(named or said or ["(nothing on stderr)"])[-1]}')
+                    continue
+                runs = max(r['runs'], 1)
+                ns = r['run_ns'] / runs
+                if not cut:
+                    full = ns
+                say(f'{label:<16} {r["runs"]:>9} {ns:>7.0f} '
+                    f'{fmt(None if full is None or not cut else full - ns, ".0f"):>8} '
+                    f'{fmt(r["copy_bps"]):>10} {fmt(r["user_us"], ".2f"):>11} '
+                    f'{r["samples"]:>8}')
+                self.odd(r)
+        finally:
+            PROCS.stop(cl)
+        say('  (saves ns: ns/run of the whole sampler, the line (none), minus this line\'s: what '
+            'the parts cut cost per run;')
+        say('   after-filter returns once the pid filter passed: the sampler\'s own counting-only '
+            'floor; refused: sfprof would')
+        say('   not run with that SFPROF_SAMPLER_CUT, and what it said)')
+        say()
+
+    def cost_deep(self):
+        a = self.a
+        say(f'== cost per sample on deep stacks: {NCPU} threads 200 frames deep, record -a, '
+            f'and the baselines on every task (no --pid)')
+        say(f'{"Hz":>6} {"program":<14} {"BPF runs":>9} {"ns/run":>7} {"samples":>9} {"lost":>6} '
+            f'{"user us/smp":>11} {"CPU %":>6} {"life CPU s":>10} {"life us/smp":>11}')
+        for hz in (999, 4999):
+            dp = self.deep(3 * (a.seconds + 40))
+            try:
+                time.sleep(0.5)
+                for label, prog in (('counting only', 'count'), ('one read', 'read')):
+                    self.alive(dp, 'pressure_deep')
+                    r = self.baseline(prog, hz)
+                    say(f'{hz:>6} {label:<14} {r["runs"]:>9} '
+                        f'{r["run_ns"] / max(r["runs"], 1):>7.0f} {r["samples"]:>9} '
+                        + (f'{r["failed"]:>6}' if prog == 'read' else f'{"-":>6}')
+                        + f' {"-":>11} {"-":>6} {"-":>10} {"-":>11}')
+                    self.odd(r)
+                self.alive(dp, 'pressure_deep')
+                r = self.sfprof_cost(hz)
+            finally:
+                PROCS.stop(dp)
+            runs = max(r['runs'], 1)
+            say(f'{hz:>6} {"sfprof -a":<14} {r["runs"]:>9} {r["run_ns"] / runs:>7.0f} '
+                f'{r["samples"]:>9} {fmt(r["lost"]):>6} {fmt(r["user_us"], ".2f"):>11} '
+                f'{100 * r["win_cpu"] / r["win_s"]:>6.1f} {r["cpu"]:>10.2f} '
+                f'{r["cpu"] / max(r["samples"], 1) * 1e6:>11.2f}')
+            self.odd(r)
+        say('  (lost: for one read, the reads that failed (a kernel thread has no user stack); '
+            'user: sfprof\'s CPU time over')
+        say('   the window (all its threads, user + system) per sample (the window\'s share of '
+            'those in its file), and in %')
+        say('   of one CPU; life: its whole run from rusage, start-up /proc scan and final write '
+            'included, per sample written)')
         say()
 
     def memory(self):
@@ -755,6 +965,10 @@ class Bench:
 
 
 PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn', 'ring')
+# cost's breakdown: the values of SFPROF_SAMPLER_CUT (sfprof's user/record/sampler.c reads them),
+# the whole sampler first
+COST_CUTS = ('', 'after-filter', 'size-lookup', 'kstack', 'python', 'comm', 'ustack', 'output',
+             'ustack,output')
 
 
 def positive(v):
@@ -769,6 +983,12 @@ def main():
     ap.add_argument('--sfprof', required=True, help='the sfprof binary')
     ap.add_argument('--deep', required=True, help='the pressure_deep binary')
     ap.add_argument('--shorts', required=True, help='the pressure_short variants, comma-separated')
+    ap.add_argument('--cpuloop', help='the cpuloop binary (bench/cpuloop.c; for cost)')
+    ap.add_argument('--baseline', help='the bpf_baseline binary (bench/bpf_baseline.c; for cost)')
+    ap.add_argument('--cost-cuts', default='/'.join(COST_CUTS),
+                    help='the SFPROF_SAMPLER_CUT values of cost\'s breakdown, separated by '
+                    '\'/\' (a value is itself comma-separated; an empty one is the whole '
+                    f'sampler; default {"/".join(COST_CUTS)})')
     ap.add_argument('--parts', default=','.join(PARTS),
                     help=f'comma-separated, of {",".join(PARTS)} (default: all)')
     ap.add_argument('--seconds', type=positive, default=10,
@@ -804,6 +1024,13 @@ def main():
         if p not in PARTS:
             ap.error(f'no part {p!r} (of {",".join(PARTS)})')
     a.shorts = a.shorts.split(',')
+    a.cost_cuts = a.cost_cuts.split('/')
+    if 'cost' in a.parts:
+        for opt in ('cpuloop', 'baseline'):
+            if not getattr(a, opt):
+                ap.error(f'the cost part needs --{opt}')
+            if not os.access(getattr(a, opt), os.X_OK):
+                ap.error(f'{getattr(a, opt)}: not an executable')
     a.ring_rates = [int(x) for x in a.ring_rates.split(',') if x]
     a.ring_loads = [x for x in a.ring_loads.split(',') if x]
     for x in a.ring_loads:

@@ -632,6 +632,47 @@ static int add_epoll(int epfd, int fd, uint32_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/*
+ * SFPROF_SAMPLER_CUT: the parts of each sample the sampler leaves out, for
+ * scripts/bench-pressure's breakdown of its cost (a comma-separated list of
+ * cut_names). Never set in a recording anyone reads.
+ */
+#define SAMPLER_CUT_ENV "SFPROF_SAMPLER_CUT"
+
+static const struct {
+	const char *name;
+	uint32_t bit;
+} cut_names[] = {
+	{ "after-filter", SAMPLE_CUT_AFTER_FILTER }, { "size-lookup", SAMPLE_CUT_SIZE_LOOKUP },
+	{ "kstack", SAMPLE_CUT_KSTACK }, { "ustack", SAMPLE_CUT_USTACK },
+	{ "python", SAMPLE_CUT_PYTHON }, { "output", SAMPLE_CUT_OUTPUT }, { "comm", SAMPLE_CUT_COMM },
+};
+
+/* @spec (NULL: none) into @cut. @return 0, or -EINVAL with @err saying which name is unknown. */
+static int cost_cut_parse(const char *spec, volatile uint32_t *cut, char *err, size_t errlen)
+{
+	uint32_t bits = 0;
+
+	for (const char *p = spec; p && *p;) {
+		size_t len = strcspn(p, ",");
+		size_t i;
+
+		for (i = 0; i < sizeof(cut_names) / sizeof(cut_names[0]); i++)
+			if (len && strlen(cut_names[i].name) == len && !strncmp(p, cut_names[i].name, len))
+				break;
+		if (len && i == sizeof(cut_names) / sizeof(cut_names[0])) {
+			snprintf(err, errlen, "%s: no part named '%.*s' (after-filter, size-lookup, "
+				 "kstack, ustack, python, output, comm)", SAMPLER_CUT_ENV, (int)len, p);
+			return -EINVAL;
+		}
+		if (len)
+			bits |= cut_names[i].bit;
+		p += len + (p[len] == ',');
+	}
+	*cut = bits;
+	return 0;
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_cbs *cbs,
 			     void *ctx, char *err, size_t errlen)
 {
@@ -678,6 +719,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		snprintf(err, errlen, "cannot open the BPF sampler: %s", strerror(e));
 		goto fail;
 	}
+	e = -cost_cut_parse(getenv(SAMPLER_CUT_ENV), &s->skel->rodata->cost_cut, err, errlen);
+	if (e)
+		goto fail;
 	s->skel->rodata->ustack_size = opts->stack_size;
 	s->skel->rodata->filter_pids = opts->filter;
 	s->skel->rodata->filter_tids = opts->filter_tids;
