@@ -171,7 +171,7 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	struct sample_hdr *h;
 	struct scratch *sc;
 	struct mm_struct *mm;
-	__u32 *sized;
+	struct stack_copy *sized;
 
 	b = bpf_map_lookup_elem(&blocked, &tid);
 	if (!b)
@@ -226,7 +226,7 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *uregs, long ret)
 	bpf_map_delete_elem(&blocked, &tid);
 
 	sized = bpf_map_lookup_elem(&stack_sizes, &tid);
-	if (!fill_user(sc, kbytes, task, mm, sized ? *sized : ustack_size))
+	if (!fill_user(sc, kbytes, task, mm, sized ? sized->size : ustack_size, sized ? sized->top : 0))
 		add(OFFCPU_USTACK_FAULT, 1);
 	/*
 	 * Still in the call it blocked in: its interpreter's frames are the

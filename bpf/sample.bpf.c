@@ -86,11 +86,87 @@ static __always_inline bool wanted(__u32 tgid, __u32 tid)
 }
 
 /*
+ * bpf_probe_read_user() into a dynptr (Linux 6.16): a user stack read
+ * straight into its ring record. Weak: only the program that uses it,
+ * sample, is loaded where the kernel has it; sample_copied elsewhere.
+ */
+extern int bpf_probe_read_user_dynptr(struct bpf_dynptr *dptr, __u32 off, __u32 size,
+				      const void *unsafe_ptr__ign) __ksym __weak;
+
+/* Wake the reader only once the ring holds wakeup_bytes: a wake-up per sample is an interrupt and a context switch. */
+static __always_inline __u64 wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * copy_stack() into the ring record @dp at @at: @size bytes from @sp, in
+ * pieces that never cross a page, stopping where a piece cannot be read.
+ * @return the bytes copied.
+ */
+static __always_inline __u32 copy_stack_direct(struct bpf_dynptr *dp, __u32 at, __u64 sp,
+					       __u32 size)
+{
+	__u32 off = STACK_CHUNK - (sp & (STACK_CHUNK - 1)), n;
+
+	if (off > size)
+		off = size;
+	if (!off || bpf_probe_read_user_dynptr(dp, at, off, (const void *)sp))
+		return 0;
+	for (int i = 0; i < MAX_USTACK_BYTES / STACK_CHUNK; i++) {
+		if (off >= size)
+			break;
+		n = size - off < STACK_CHUNK ? size - off : STACK_CHUNK;
+		if (bpf_probe_read_user_dynptr(dp, at + off, n, (const void *)(sp + off)))
+			break;
+		off += n;
+	}
+	return off;
+}
+
+/*
+ * The sample whose header and kernel stack are in @sc written into the ring
+ * in place: one record reserved at its most (the header, @kbytes, @usize of
+ * user stack), the user stack read straight into it, the header written
+ * last. The record is longer than its contents when the copy ends early.
+ */
+static __always_inline int put_direct(struct scratch *sc, __u64 kbytes, __u32 usize)
+{
+	struct sample_hdr *h = &sc->h;
+	struct bpf_dynptr dp;
+	__u32 at = sizeof(*h) + kbytes;
+
+	if (bpf_ringbuf_reserve_dynptr(&samples, at + usize, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
+		count(COUNTER_LOST);
+		return 0;
+	}
+	if (kbytes && kbytes <= MAX_KSTACK_DEPTH * 8)
+		bpf_dynptr_write(&dp, sizeof(*h), sc->data, kbytes, 0);
+	if (usize) {
+		h->ustack_len = copy_stack_direct(&dp, at, h->sp, usize);
+		if (!h->ustack_len)
+			count(COUNTER_USTACK_FAULT);
+	}
+	bpf_dynptr_write(&dp, 0, h, sizeof(*h), 0);
+	if (cost_cut & SAMPLE_CUT_OUTPUT)
+		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
+	else
+		bpf_ringbuf_submit_dynptr(&dp, wakeup_flag());
+	return 0;
+}
+
+/*
  * The sample of the current task into the ring: @user when the event
  * interrupted user code (no kernel stack then), else its kernel stack from
- * @ctx.
+ * @ctx. @direct: the user stack goes straight into the ring record
+ * (put_direct()), except for processes whose Python frames are walked (the
+ * walk reads the stack's copy in @sc); otherwise the sample is assembled
+ * in @sc and copied into the ring.
  */
-static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 weight)
+static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 weight,
+				       bool direct)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
@@ -98,8 +174,10 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	struct mm_struct *mm;
 	struct sample_hdr *h;
 	struct scratch *sc;
-	__u32 *sized;
+	struct stack_copy *sized;
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
+	__u32 usize;
+	bool python;
 	long n;
 
 	if (now < window_start_ns || now >= window_end_ns || (cost_cut & SAMPLE_CUT_AFTER_FILTER))
@@ -143,41 +221,55 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	} else if (mm) {
 		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL :
 			bpf_map_lookup_elem(&stack_sizes, &tid);
-		if (!fill_user(sc, kbytes, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
-			       sized ? *sized : ustack_size))
-			count(COUNTER_USTACK_FAULT);
+		usize = user_regs(h, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
+				  sized ? sized->size : ustack_size, sized ? sized->top : 0);
 		/* the old program's memory is gone: so is its interpreter */
-		if (python_frames && !(cost_cut & SAMPLE_CUT_PYTHON) &&
-		    !(h->flags & SAMPLE_F_EXEC_NEW_MM))
+		python = python_frames && !(cost_cut & SAMPLE_CUT_PYTHON) &&
+			 !(h->flags & SAMPLE_F_EXEC_NEW_MM) && bpf_map_lookup_elem(&py_procs, &tgid);
+		if (direct && !python)
+			return put_direct(sc, kbytes, usize);
+		if (usize) {
+			h->ustack_len = copy_stack(sc, kbytes, h->sp, usize);
+			if (!h->ustack_len)
+				count(COUNTER_USTACK_FAULT);
+		}
+		if (python)
 			py_sample(sc, kbytes, tgid, tid, task, now, true);
 	}
 
 	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);
 	if (len > sizeof(*sc) || (cost_cut & SAMPLE_CUT_OUTPUT))
 		return 0;
-	/*
-	 * No wake-up per sample: that is an interrupt and a context switch each.
-	 * The reader polls on a timer, and is woken only when the ring fills up.
-	 */
-	if (bpf_ringbuf_output(&samples, sc, len,
-			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
+	if (bpf_ringbuf_output(&samples, sc, len, wakeup_flag()))
 		count(COUNTER_LOST);
-		return 0;
-	}
 	return 0;
 }
 
-/* A perf event's sample: cpu-clock and the other software and hardware events. */
-SEC("perf_event")
-int sample(struct bpf_perf_event_data *ctx)
+static __always_inline int perf_sample(struct bpf_perf_event_data *ctx, bool direct)
 {
 	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 
 	if (!wanted(id >> 32, (__u32)id))
 		return 0;
 	return take_sample(ctx, interrupted_user(ctx), cookie & COOKIE_EVENT_MASK,
-			   cookie & COOKIE_F_WEIGHT_PERIOD ? ctx->sample_period : 1);
+			   cookie & COOKIE_F_WEIGHT_PERIOD ? ctx->sample_period : 1, direct);
+}
+
+/*
+ * A perf event's sample: cpu-clock and the other software and hardware
+ * events. The loader loads one of the two: sample where the kernel has
+ * bpf_probe_read_user_dynptr(), else sample_copied.
+ */
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	return perf_sample(ctx, true);
+}
+
+SEC("perf_event")
+int sample_copied(struct bpf_perf_event_data *ctx)
+{
+	return perf_sample(ctx, false);
 }
 
 /*
@@ -204,7 +296,7 @@ int tracepoint_sample(void *ctx)
 			return 0;
 		*hits = 0;
 	}
-	return take_sample(ctx, false, event, period ? period : 1);
+	return take_sample(ctx, false, event, period ? period : 1, false);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -34,11 +34,11 @@ struct {
 	__uint(max_entries, 4096);
 } tids SEC(".maps");
 
-/* The user-stack copy size of each thread (tid) the loader has sized: it learns from the unwinds. */
+/* The user-stack copy of each thread (tid) the loader has sized: it learns from the unwinds. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct stack_copy);
 	__uint(max_entries, MAX_SIZED_THREADS);
 } stack_sizes SEC(".maps");
 
@@ -147,16 +147,16 @@ static __always_inline bool in_execve(struct task_struct *task, struct pt_regs *
 }
 
 /*
- * The user registers of @task (the current task, with an mm) into @sc's
- * header, and @size bytes of its user stack after @kbytes of kernel stack.
- * @return false when the stack's first page could not be read.
+ * The user registers of @task (the current task, with an mm) into @h.
+ * @return how many bytes of its user stack to copy from sp: @size, less
+ * where the stack ends first (its start, its outermost frame at @top, 0:
+ * no bound), 0 when there is none to copy.
  */
-static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct task_struct *task,
-				      struct mm_struct *mm, __u32 size)
+static __always_inline __u32 user_regs(struct sample_hdr *h, struct task_struct *task,
+				       struct mm_struct *mm, __u32 size, __u64 top)
 {
 	/* the registers the task had in user space, even when it is in a syscall now */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct sample_hdr *h = &sc->h;
 	__u64 start;
 
 	h->flags |= SAMPLE_F_USER_REGS;
@@ -176,7 +176,7 @@ static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct t
 		 */
 		if (!mm->end_code) {
 			h->flags |= SAMPLE_F_EXEC_NEW_MM;
-			return true;
+			return 0;
 		}
 	}
 	/*
@@ -187,6 +187,30 @@ static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct t
 	start = mm->start_stack;
 	if (h->sp < start && start - h->sp + START_SLACK < size)
 		size = start - h->sp + START_SLACK;
+	/*
+	 * A thread's outermost frame, as its unwinds found it: its mapping
+	 * ends a little above, and a read past a mapping's end faults, the
+	 * dearest read there is.
+	 */
+	if (h->sp < top && top - h->sp < size)
+		size = top - h->sp;
+	return size;
+}
+
+/*
+ * The user registers of @task (the current task, with an mm) into @sc's
+ * header, and @size bytes of its user stack after @kbytes of kernel stack,
+ * none past @top (0: no bound; see user_regs()). @return false when the
+ * stack's first page could not be read.
+ */
+static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct task_struct *task,
+				      struct mm_struct *mm, __u32 size, __u64 top)
+{
+	struct sample_hdr *h = &sc->h;
+
+	size = user_regs(h, task, mm, size, top);
+	if (h->flags & SAMPLE_F_EXEC_NEW_MM)
+		return true;
 	h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
 	return h->ustack_len != 0;
 }

@@ -17,6 +17,13 @@
 #endif
 #ifndef STACK_CHUNK
 #define STACK_CHUNK		4096	/* user stacks are copied a page at a time */
+
+/* A thread's user stack copy (the map stack_sizes, keyed by tid): what user space learned from its unwinds. */
+struct stack_copy {
+	__u32 size;	/* bytes copied from sp */
+	__u32 reserved;
+	__u64 top;	/* and none past this address (its outermost frame's); 0: no bound */
+};
 #endif
 #ifndef SAMPLE_COMM_LEN
 #define SAMPLE_COMM_LEN		16
@@ -104,6 +111,7 @@ struct sample_py_frame {
 #define SAMPLE_CUT_PYTHON	0x10	/* no Python walk */
 #define SAMPLE_CUT_OUTPUT	0x20	/* assembled, not put in the ring */
 #define SAMPLE_CUT_COMM		0x40	/* no comm */
+#define SAMPLE_CUT_DIRECT	0x80	/* sample_copied where sample could run (the loader's) */
 
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */

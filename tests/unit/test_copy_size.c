@@ -182,6 +182,48 @@ static void test_swings_of_ended_copies_cost_no_cut(void **state)
 	assert_int_equal(cs.size, 65536);
 }
 
+/*
+ * A thread's top: the highest read of complete unwinds and the slack, only
+ * growing; incomplete unwinds teach nothing; an unwind the top cut drops it
+ * for good, and a copy that ran out short of the top is not the top's cut.
+ */
+static void test_top(void **state)
+{
+	const uint64_t root = 0x7f0000100000;	/* the outermost frame's end */
+	struct copy_size cs;
+
+	(void)state;
+	copy_size__init(&cs, 16384);
+	assert_int_equal(cs.top, 0);
+	/* an unwind that stopped early: its highest read is not the stack's end */
+	assert_false(copy_size__observe_top(&cs, root - 400, 4096, 200, false, false));
+	assert_int_equal(cs.top, 0);
+	/* complete: up to the root, and the slack */
+	assert_true(copy_size__observe_top(&cs, root - 400, 4096, 400, false, true));
+	assert_int_equal(cs.top, root + COPY_TOP_SLACK);
+	/* deeper samples of the same thread end at the same root: no change */
+	assert_false(copy_size__observe_top(&cs, root - 9000, 9064, 9000, false, true));
+	/* an unaligned end is rounded up to a word */
+	assert_true(copy_size__observe_top(&cs, root - 400, 4096, 403, false, true));
+	assert_int_equal(cs.top, root + 8 + COPY_TOP_SLACK);
+	/* a lower end never lowers it */
+	assert_false(copy_size__observe_top(&cs, root - 400, 4096, 300, false, true));
+	assert_int_equal(cs.top, root + 8 + COPY_TOP_SLACK);
+	/* ran out, but its copy ended before the top (the size's cut): the top stays */
+	assert_false(copy_size__observe_top(&cs, root - 20000, 16384, 16384, true, false));
+	assert_int_equal(cs.top, root + 8 + COPY_TOP_SLACK);
+	/* ran out at the top: dropped, and never learned again */
+	assert_true(copy_size__observe_top(&cs, root - 100, 100 + 8 + COPY_TOP_SLACK,
+					   100 + 8 + COPY_TOP_SLACK, true, false));
+	assert_int_equal(cs.top, 0);
+	assert_false(copy_size__observe_top(&cs, root - 400, 4096, 400, false, true));
+	assert_int_equal(cs.top, 0);
+	/* a new thread starts without one */
+	copy_size__init(&cs, 16384);
+	assert_int_equal(cs.top, 0);
+	assert_true(copy_size__observe_top(&cs, root - 400, 4096, 400, false, true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_copies_that_end_with_the_frames),
 		cmocka_unit_test(test_copies_in_flight_after_growth),
 		cmocka_unit_test(test_swings_of_ended_copies_cost_no_cut),
+		cmocka_unit_test(test_top),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,31 @@ void copy_size__init(struct copy_size *cs, uint32_t size)
 	cs->max_copied = 0;
 	cs->run = 0;
 	cs->patience = COPY_SIZE_RUN;
+	cs->top = 0;
+	cs->top_off = false;
+}
+
+bool copy_size__observe_top(struct copy_size *cs, uint64_t sp, uint32_t copied, uint32_t used,
+			    bool ran_out, bool complete)
+{
+	uint64_t top;
+
+	if (cs->top_off)
+		return false;
+	if (ran_out) {
+		if (!cs->top || sp >= cs->top || sp + copied < cs->top)
+			return false;	/* not the top's cut */
+		cs->top = 0;
+		cs->top_off = true;
+		return true;
+	}
+	if (!complete || !used || used > copied || sp > UINT64_MAX - used - COPY_TOP_SLACK - 7)
+		return false;
+	top = (sp + used + 7) / 8 * 8 + COPY_TOP_SLACK;
+	if (top <= cs->top)
+		return false;
+	cs->top = top;
+	return true;
 }
 
 static uint32_t round_up(uint64_t v, uint32_t page)

@@ -9,7 +9,8 @@
 /*
  * One thread's copy size and what its recent samples used. A copy never goes
  * past the end of the stack's mapping, nor on the main thread past the sp
- * its program started with, so a large size costs a shallow stack little.
+ * its program started with, nor past the thread's top once known (its
+ * outermost frame), so a large size costs a shallow stack little.
  *
  * A sample whose unwind needed bytes past a full copy sets the size to max
  * at once. So does a copy that ended by itself, short of the size, within
@@ -29,6 +30,8 @@ struct copy_size {
 	uint32_t max_copied;	/* the longest copy in this run */
 	uint32_t run;		/* samples in this run */
 	uint32_t patience;	/* samples a run needs before a shrink */
+	uint64_t top;		/* where the thread's stack ends (see copy_size__observe_top()); 0: unknown */
+	bool top_off;		/* a top cut a stack once: never set again */
 };
 
 struct copy_limits {
@@ -42,6 +45,9 @@ struct copy_limits {
 /* A copy that ends this close past its unwind's last read ends with the stack. */
 #define COPY_SIZE_TIGHT		256u
 
+/* Bytes past the highest read of a complete unwind that the copy still takes. */
+#define COPY_TOP_SLACK		64u
+
 /** copy_size__init() - a thread that starts with @size bytes per copy. */
 void copy_size__init(struct copy_size *cs, uint32_t size);
 
@@ -52,5 +58,19 @@ void copy_size__init(struct copy_size *cs, uint32_t size);
  */
 bool copy_size__observe(struct copy_size *cs, const struct copy_limits *lim, uint32_t copied,
 			uint32_t used, bool ran_out);
+
+/**
+ * copy_size__observe_top() - where the thread's stack ends, from a sample at
+ * @sp: a thread's outermost frame does not move, so the highest byte an
+ * unwind that reached it (@complete) read, and COPY_TOP_SLACK more, is as
+ * far as any of its copies need to go. The sampler copies no further (a
+ * thread's stack mapping ends a little above, and a read past a mapping's
+ * end faults, the dearest read there is). A copy the top cut whose unwind
+ * ran out (@ran_out, @copied reaching the top) drops the top for good: the
+ * thread's stacks do not end where one unwind's did.
+ * @return true when cs->top changed (to be published to the sampler).
+ */
+bool copy_size__observe_top(struct copy_size *cs, uint64_t sp, uint32_t copied, uint32_t used,
+			    bool ran_out, bool complete);
 
 #endif

@@ -521,7 +521,7 @@ static void handle_batch(struct shard *sh, unsigned n)
 			sh->slowest_ns = took;
 		sh->handled++;
 		sh->ustack_bytes += h->ustack_len;
-		if (use.new_size && pl->resize && !pl->resize(pl->resize_ctx, h->tid, use.new_size))
+		if (use.new_size && pl->resize && !pl->resize(pl->resize_ctx, h->tid, use.new_size, use.new_top))
 			sh->resized++;
 	}
 	/* a helper still reading a slot it lost (its thread off the CPU) */

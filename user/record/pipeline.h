@@ -65,7 +65,7 @@ struct pipeline_stats {
 #define PIPELINE_SLOW_NS 10000000ull
 
 /* A thread's new stack copy size; called from an unwinding thread. @return 0 or -errno. */
-typedef int (*pipeline_resize_fn)(void *ctx, uint32_t tid, uint32_t bytes);
+typedef int (*pipeline_resize_fn)(void *ctx, uint32_t tid, uint32_t bytes, uint64_t top);
 
 struct pipeline;
 

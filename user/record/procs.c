@@ -842,11 +842,16 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	if (th && use->ran_out && use->copied >= th->copy.size)
 		p->stats.copy_ran_out++;
 	if (th && p->copy_adaptive) {
-		if (use->unwound && copy_size__observe(&th->copy, &p->copy_lim, use->copied,
-						       use->used, use->ran_out))
+		bool top = use->unwound &&
+			   copy_size__observe_top(&th->copy, h->sp, use->copied, use->used,
+						  use->ran_out, u->complete);
+
+		if ((use->unwound && copy_size__observe(&th->copy, &p->copy_lim, use->copied,
+							use->used, use->ran_out)) || top)
 			use->new_size = th->copy.size;
 		else if (fresh && th->copy.size != p->copy_start)
 			use->new_size = th->copy.size;	/* what its program needs */
+		use->new_top = th->copy.top;
 		/* the program learns from every thread: its next ones start right */
 		if (prog && use->unwound)
 			copy_size__observe(prog, &p->copy_lim, use->copied, use->used,

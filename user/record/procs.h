@@ -31,7 +31,8 @@ struct procs_copy_use {
 	uint32_t used;		/* bytes from sp up to the end of the highest read */
 	bool ran_out;		/* the unwind needed bytes past the copy */
 	bool unwound;		/* there was a user stack to unwind */
-	uint32_t new_size;	/* non-zero: copy this much for the thread from now on */
+	uint32_t new_size;	/* non-zero: copy this much for the thread from now on, */
+	uint64_t new_top;	/* and no further than this (0: no bound) */
 };
 
 struct procs;

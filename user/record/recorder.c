@@ -96,11 +96,11 @@ static void on_backlog(void *ctx, unsigned worker, bool backlog)
 }
 
 /* From an unwinding thread: a map update, safe from any thread. */
-static int on_resize(void *ctx, uint32_t tid, uint32_t bytes)
+static int on_resize(void *ctx, uint32_t tid, uint32_t bytes, uint64_t top)
 {
 	struct recorder *r = ctx;
 
-	return sampler__set_stack_size(r->sampler, tid, bytes);
+	return sampler__set_stack_copy(r->sampler, tid, bytes, top);
 }
 
 static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "util/progname.h"
@@ -58,6 +59,7 @@ struct sampler {
 	size_t nlinks;
 	struct offcpu_sampler *offcpu;	/* --off-cpu */
 	int ncpus;
+	bool direct;			/* the program sample, not sample_copied (direct_reads()) */
 	struct sampler_cbs cbs;
 	void *ctx;
 	uint32_t freq_hz;
@@ -403,11 +405,13 @@ int sampler__python_ops(struct sampler *s, struct python_map_ops *ops)
 	return 0;
 }
 
-int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes)
+int sampler__set_stack_copy(struct sampler *s, uint32_t tid, uint32_t bytes, uint64_t top)
 {
+	struct stack_copy c = { .size = bytes, .top = top };
+
 	if (bytes < MIN_USTACK_BYTES || bytes > MAX_USTACK_BYTES || bytes % STACK_CHUNK)
 		return -EINVAL;
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid, &bytes, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid, &c, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -523,7 +527,9 @@ static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint
 		}
 		s->event_fds[i] = fd;
 		s->nlinks++;
-		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.sample, fd, &opts);
+		s->links[i] = bpf_program__attach_perf_event_opts(s->direct ? s->skel->progs.sample :
+								  s->skel->progs.sample_copied,
+								  fd, &opts);
 		if (!s->links[i]) {
 			en = errno;
 			snprintf(err, errlen, "cannot attach the sampler to %s on CPU %d: %s", e->name, cpu,
@@ -633,6 +639,24 @@ static int add_epoll(int epfd, int fd, uint32_t tag)
 }
 
 /*
+ * Whether this kernel reads user memory into a ring record in place
+ * (bpf_probe_read_user_dynptr(), Linux 6.16): then the program sample
+ * copies each user stack once, straight into the ring; before it,
+ * sample_copied assembles the sample aside and copies it into the ring.
+ */
+static bool direct_reads(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool yes;
+
+	if (!vmlinux)
+		return false;
+	yes = btf__find_by_name_kind(vmlinux, "bpf_probe_read_user_dynptr", BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	return yes;
+}
+
+/*
  * SFPROF_SAMPLER_CUT: the parts of each sample the sampler leaves out, for
  * scripts/bench-pressure's breakdown of its cost (a comma-separated list of
  * cut_names). Never set in a recording anyone reads.
@@ -646,6 +670,7 @@ static const struct {
 	{ "after-filter", SAMPLE_CUT_AFTER_FILTER }, { "size-lookup", SAMPLE_CUT_SIZE_LOOKUP },
 	{ "kstack", SAMPLE_CUT_KSTACK }, { "ustack", SAMPLE_CUT_USTACK },
 	{ "python", SAMPLE_CUT_PYTHON }, { "output", SAMPLE_CUT_OUTPUT }, { "comm", SAMPLE_CUT_COMM },
+	{ "direct", SAMPLE_CUT_DIRECT },
 };
 
 /* @spec (NULL: none) into @cut. @return 0, or -EINVAL with @err saying which name is unknown. */
@@ -662,7 +687,7 @@ static int cost_cut_parse(const char *spec, volatile uint32_t *cut, char *err, s
 				break;
 		if (len && i == sizeof(cut_names) / sizeof(cut_names[0])) {
 			snprintf(err, errlen, "%s: no part named '%.*s' (after-filter, size-lookup, "
-				 "kstack, ustack, python, output, comm)", SAMPLER_CUT_ENV, (int)len, p);
+				 "kstack, ustack, python, output, comm, direct)", SAMPLER_CUT_ENV, (int)len, p);
 			return -EINVAL;
 		}
 		if (len)
@@ -736,6 +761,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		s->skel->rodata->wakeup_bytes = ring_bytes / 2;
 	bpf_map__set_max_entries(s->skel->maps.samples, ring_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
+	s->direct = !(s->skel->rodata->cost_cut & SAMPLE_CUT_DIRECT) && direct_reads();
+	bpf_program__set_autoload(s->skel->progs.sample, s->direct);
+	bpf_program__set_autoload(s->skel->progs.sample_copied, !s->direct);
 	if (sample_bpf__load(s->skel)) {
 		e = errno;
 		if (e == EPERM)

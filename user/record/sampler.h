@@ -131,11 +131,12 @@ int sampler__offcpu_stats(struct sampler *s, struct offcpu_stats *st);
 uint64_t sampler__lost(struct sampler *s);
 
 /**
- * sampler__set_stack_size() - copy @bytes of user stack for thread @tid from
- * now on (a multiple of STACK_CHUNK, MIN_USTACK_BYTES to MAX_USTACK_BYTES);
- * threads without a size get sampler_opts.stack_size. @return 0 or -errno.
+ * sampler__set_stack_copy() - copy @bytes of user stack for thread @tid from
+ * now on (a multiple of STACK_CHUNK, MIN_USTACK_BYTES to MAX_USTACK_BYTES),
+ * and none past @top (0: no bound); threads without a size get
+ * sampler_opts.stack_size. @return 0 or -errno.
  */
-int sampler__set_stack_size(struct sampler *s, uint32_t tid, uint32_t bytes);
+int sampler__set_stack_copy(struct sampler *s, uint32_t tid, uint32_t bytes, uint64_t top);
 
 /** sampler__forget_thread() - the thread exited: its size goes. */
 void sampler__forget_thread(struct sampler *s, uint32_t tid);
