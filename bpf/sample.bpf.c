@@ -82,6 +82,8 @@ static __always_inline bool wanted(__u32 tgid, __u32 tid)
 		return false;	/* idle, or ourselves */
 	if (filter_tids)
 		return bpf_map_lookup_elem(&tids, &tid);
+	if (filter_pids && (cost_cut & SAMPLE_TWICE_LOOKUPS))
+		bpf_map_lookup_elem(&targets, &tgid);
 	return !filter_pids || bpf_map_lookup_elem(&targets, &tgid);
 }
 
@@ -219,13 +221,18 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
 	} else if (mm) {
+		if (cost_cut & SAMPLE_TWICE_LOOKUPS)
+			bpf_map_lookup_elem(&stack_sizes, &tid);
 		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL :
 			bpf_map_lookup_elem(&stack_sizes, &tid);
 		usize = user_regs(h, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
 				  sized ? sized->size : ustack_size, sized ? sized->top : 0);
 		/* the old program's memory is gone: so is its interpreter */
 		python = python_frames && !(cost_cut & SAMPLE_CUT_PYTHON) &&
-			 !(h->flags & SAMPLE_F_EXEC_NEW_MM) && bpf_map_lookup_elem(&py_procs, &tgid);
+			 !(h->flags & SAMPLE_F_EXEC_NEW_MM);
+		if (python && (cost_cut & SAMPLE_TWICE_LOOKUPS))
+			bpf_map_lookup_elem(&py_procs, &tgid);
+		python = python && bpf_map_lookup_elem(&py_procs, &tgid);
 		if (direct && !python)
 			return put_direct(sc, kbytes, usize);
 		if (usize) {

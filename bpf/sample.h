@@ -112,6 +112,8 @@ struct sample_py_frame {
 #define SAMPLE_CUT_OUTPUT	0x20	/* assembled, not put in the ring */
 #define SAMPLE_CUT_COMM		0x40	/* no comm */
 #define SAMPLE_CUT_DIRECT	0x80	/* sample_copied where sample could run (the loader's) */
+/* not a cut: the per-sample map lookups (targets, stack_sizes, py_procs) made twice, to measure one */
+#define SAMPLE_TWICE_LOOKUPS	0x100
 
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */

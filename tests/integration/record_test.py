@@ -355,6 +355,33 @@ def case_chains(ctx):
               'a frame of each expected chain renamed')
     must_fail(check_chains(ctx, samples, CHAINS, {prog}, 'wrong', quiet=True),
               'libcallback.so not accepted as a module of the chains')
+    # the sampler's two programs: the one this kernel gets, then the other where it has both
+    direct = kernel_reads_direct()
+    want = 'read straight into the ring' if direct else 'copied into the ring'
+    if want not in p.stderr:
+        raise Failure(f'record did not say its user stacks were {want}: {p.stderr[-600:]}')
+    # each thread's copy ends at its outermost frame once an unwind has reached it: before,
+    # the smallest copy (4 KiB) ran past the spinning threads' stacks, to their mappings' end
+    m = re.search(r'user stack copies: (\d+) bytes/sample', p.stderr)
+    if not m or int(m.group(1)) > 2048:
+        raise Failure(f'user stack bytes copied per sample: {m and m.group(1)}, want at most '
+                      f'2048 (before tops were learned, 4 KiB and more per thread)')
+    if not direct:
+        log('the kernel has no bpf_probe_read_user_dynptr(): the program sample_copied only')
+        return
+    env = dict(os.environ, SFPROF_SAMPLER_CUT='direct')
+    p = ctx.record(['--', prog, ctx.secs(3)], out, timeout=60 * ctx.scale, env=env)
+    if p.returncode != 0 or 'copied into the ring' not in p.stderr:
+        raise Failure(f'sfprof record with the program sample_copied: exit {p.returncode}, '
+                      f'{p.stderr[-600:]}')
+    samples = [s for s in ctx.load(out).samples if s.process and s.process.exe == prog]
+    raise_fails(check_chains(ctx, samples, CHAINS, {prog, lib}, 'record (sample_copied)'))
+
+
+def kernel_reads_direct():
+    """Whether the kernel's BTF has the kfunc the sampler's program sample needs."""
+    with open('/sys/kernel/btf/vmlinux', 'rb') as f:
+        return b'\0bpf_probe_read_user_dynptr\0' in f.read()
 
 
 def spinner_copies(ctx, names_):

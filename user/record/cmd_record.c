@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -706,11 +707,13 @@ static void summary(struct record *r, double secs, const struct written *wr,
 	fprintf(stderr, "sfprof record: lost: %" PRIu64 " with the ring full (the reader behind), %" PRIu64
 		" past the reader's queue bound, %" PRIu64 " past the unwinders' queue bound "
 		"(%.1f MiB for each of %u threads, %.1f MiB the most queued in one); user stack "
-		"copies: %.0f bytes/sample, %s, %" PRIu64 " stacks cut by the copy's end\n",
+		"copies: %.0f bytes/sample, %s, %s, %" PRIu64 " stacks cut by the copy's end\n",
 		ss->lost_ring + ss->lost_scratch + ss->malformed, ss->lost_queue, ps->dropped,
 		(double)ps->queue_bytes / 1048576.0, rs.workers, ps->queued_peak / 1048576.0,
 		ps->handled ? (double)ps->ustack_bytes / ps->handled : 0.0,
-		r->stack_fixed ? "fixed by --stack-size" : "sized per thread", st->copy_ran_out);
+		r->stack_fixed ? "fixed by --stack-size" : "sized per thread",
+		ss->direct ? "read straight into the ring" : "copied into the ring",
+		st->copy_ran_out);
 	if (!r->stack_fixed)
 		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps->resized);
 	if (rs.workers > 1)
@@ -723,6 +726,19 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		"mappings; %" PRIu64 " not opened); the longest a sample waited to be unwound %.1f ms, "
 		"%" PRIu64 " samples over %.0f ms\n", ps->prepare.prepared, ps->prepare.asked,
 		ps->prepare.failed, ps->slowest_ns / 1e6, ps->slow, PIPELINE_SLOW_NS / 1e6);
+	if (ps->handled) {
+		struct rusage ru;
+		double cpu = 0;
+
+		if (!getrusage(RUSAGE_SELF, &ru))
+			cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+		fprintf(stderr, "sfprof record: user space per sample: %.2f us finding its process, "
+			"%.2f us unwinding, %.2f us writing; %.2f us of CPU in all (the reader, task "
+			"events, start and end included)\n", ps->process_ns / 1e3 / ps->handled,
+			ps->unwind_ns / 1e3 / ps->handled, ps->write_ns / 1e3 / ps->handled,
+			cpu * 1e6 / ps->handled);
+	}
 	if (ps->jit.maps || ps->jit.dumps || ps->jit.code_tables || ps->jit.code_refused)
 		fprintf(stderr, "sfprof record: JIT code: %" PRIu64 " perf maps and %" PRIu64 " jitdumps "
 			"read, %" PRIu64 " pieces of code written; rows for %" PRIu64 " from unwinding "

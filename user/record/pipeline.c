@@ -96,6 +96,7 @@ struct shard {
 	uint64_t handled, ustack_bytes, resized;
 	uint64_t slow, slowest_ns;
 	uint64_t helped;	/* samples of other threads' batches unwound here */
+	uint64_t process_ns, unwind_ns, write_ns;	/* its samples' steps, summed */
 	/*
 	 * The batch being handled. board (atomic) offers its unwinding to the
 	 * other threads: generation << 32 | count << 16 | next to take.
@@ -514,7 +515,11 @@ static void handle_batch(struct shard *sh, unsigned n)
 		procs__sample_write(sh->procs, sl->pr, h, (const uint64_t *)(h + 1),
 				    (const uint8_t *)((const uint64_t *)(h + 1) + h->kstack_depth),
 				    &sl->u, &use);
-		took = begin_ns[i] + sl->unwind_ns + (clock_mono_ns() - t0);
+		took = clock_mono_ns() - t0;
+		sh->process_ns += begin_ns[i];
+		sh->unwind_ns += sl->unwind_ns;
+		sh->write_ns += took;
+		took += begin_ns[i] + sl->unwind_ns;
 		if (took > PIPELINE_SLOW_NS)
 			sh->slow++;
 		if (took > sh->slowest_ns)
@@ -945,6 +950,9 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->resized += sh->resized;
 		st->slow += sh->slow;
 		st->helped += sh->helped;
+		st->process_ns += sh->process_ns;
+		st->unwind_ns += sh->unwind_ns;
+		st->write_ns += sh->write_ns;
 		{
 			const struct jit_stats *js = procs__jit_stats(sh->procs);
 

@@ -52,6 +52,10 @@ struct pipeline_stats {
 	uint64_t slow;			/* samples that took a thread over PIPELINE_SLOW_NS */
 	uint64_t slowest_ns;		/* the longest a sample took */
 	uint64_t helped;		/* samples unwound by a thread other than their process's */
+	/* the handled samples' time (CLOCK_MONOTONIC, on a busy thread about its CPU time) in each step */
+	uint64_t process_ns;		/* finding the process: its mappings told to the file the first time */
+	uint64_t unwind_ns;		/* unwinding and encoding the user stack */
+	uint64_t write_ns;		/* the kernel stack, Python frames, the sample written (compression included) */
 	struct prepare_stats prepare;
 	struct jit_stats jit;		/* summed over the threads; read once they have ended */
 	uint64_t joined_at;		/* CLOCK_MONOTONIC: pipeline__finish() had the queues handled */

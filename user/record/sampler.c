@@ -374,6 +374,7 @@ void sampler__stats(struct sampler *s, struct sampler_stats *st)
 	st->outside = s->outside;
 	st->py_truncated = counter(s, COUNTER_PY_TRUNCATED);
 	st->py_faults = counter(s, COUNTER_PY_FAULT);
+	st->direct = s->direct;
 }
 
 static int py_update(void *ctx, uint32_t pid, const struct py_proc *proc)
@@ -659,7 +660,8 @@ static bool direct_reads(void)
 /*
  * SFPROF_SAMPLER_CUT: the parts of each sample the sampler leaves out, for
  * scripts/bench-pressure's breakdown of its cost (a comma-separated list of
- * cut_names). Never set in a recording anyone reads.
+ * cut_names; lookups-twice makes its map lookups twice instead, so that one
+ * costs the difference). Never set in a recording anyone reads.
  */
 #define SAMPLER_CUT_ENV "SFPROF_SAMPLER_CUT"
 
@@ -670,7 +672,7 @@ static const struct {
 	{ "after-filter", SAMPLE_CUT_AFTER_FILTER }, { "size-lookup", SAMPLE_CUT_SIZE_LOOKUP },
 	{ "kstack", SAMPLE_CUT_KSTACK }, { "ustack", SAMPLE_CUT_USTACK },
 	{ "python", SAMPLE_CUT_PYTHON }, { "output", SAMPLE_CUT_OUTPUT }, { "comm", SAMPLE_CUT_COMM },
-	{ "direct", SAMPLE_CUT_DIRECT },
+	{ "direct", SAMPLE_CUT_DIRECT }, { "lookups-twice", SAMPLE_TWICE_LOOKUPS },
 };
 
 /* @spec (NULL: none) into @cut. @return 0, or -EINVAL with @err saying which name is unknown. */
@@ -687,7 +689,7 @@ static int cost_cut_parse(const char *spec, volatile uint32_t *cut, char *err, s
 				break;
 		if (len && i == sizeof(cut_names) / sizeof(cut_names[0])) {
 			snprintf(err, errlen, "%s: no part named '%.*s' (after-filter, size-lookup, "
-				 "kstack, ustack, python, output, comm, direct)", SAMPLER_CUT_ENV, (int)len, p);
+				 "kstack, ustack, python, output, comm, direct, lookups-twice)", SAMPLER_CUT_ENV, (int)len, p);
 			return -EINVAL;
 		}
 		if (len)

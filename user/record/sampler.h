@@ -106,6 +106,7 @@ struct sampler_stats {
 	uint64_t outside;	/* taken outside sampler__set_window()'s window: dropped, not lost */
 	uint64_t py_truncated;	/* Python chains cut at PY_MAX_FRAMES */
 	uint64_t py_faults;	/* Python frame walks ended by a read that failed */
+	bool direct;		/* user stacks read straight into the ring (the program sample) */
 };
 
 struct python_map_ops;
