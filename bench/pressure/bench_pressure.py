@@ -33,20 +33,43 @@ from /proc, from wait4's rusage, or from bpftool:
               running; for sfprof the window opens 1 s (SETTLE) after its first
               sample, its start-up left out), sfprof's CPU time per sample
               over the same window (schedstat of its threads; the window's
-              share of the samples in its file). Beside sfprof's "sample",
-              two baselines of bench/bpf_baseline measured in the same run:
-              counting only (a perf_event program that counts the samples it
-              filters on) and one read (the same plus 8 bytes read at the
-              user SP). Three tables: (i) shallow stacks, cpuloop --threads 3
-              --no-pin as the target at 999 Hz: counting only and one read
-              with --pid, `record -p PID` and `record -a`, with the user-stack
-              bytes copied per sample; (ii) the same load, `record -p PID`
-              with SFPROF_SAMPLER_CUT set to each of --cost-cuts (the parts
-              the sampler leaves out; a cut sfprof refuses is printed as
-              such): ns per run and what the parts cut cost; (iii) one deep
-              thread per CPU at 999 and 4999 Hz: both baselines on every task
-              and `record -a`, with sfprof's CPU over its whole life too
-              (rusage: start-up /proc scan and the final write included).
+              share of the samples in its file). sfprof loads one of two BPF
+              programs: "sample" (the user stack read straight into the ring
+              record, where the kernel has bpf_probe_read_user_dynptr) or
+              "sample_copied" (assembled aside and copied into the ring); the
+              window measures the one it holds, and the tables say which.
+              Beside it, two baselines of bench/bpf_baseline measured in the
+              same run: counting only (a perf_event program that counts the
+              samples it filters on) and one read (the same plus 8 bytes read
+              at the user SP). Four tables: (i) shallow stacks, cpuloop
+              --threads 3 --no-pin as the target at 999 Hz: counting only and
+              one read with --pid, `record -p PID` and `record -a`, with the
+              user-stack bytes copied per sample and the program that ran;
+              (ii) the same load, `record -p PID` with SFPROF_SAMPLER_CUT set
+              to each of --cost-cuts (the parts the sampler leaves out;
+              lookups-twice, not a cut, makes its three map lookups twice;
+              direct runs sample_copied where sample could run; a value sfprof
+              refuses is printed as such): ns per run and "vs full ns", the
+              line's minus the whole sampler's in the same round (negative:
+              cheaper); size-lookup and output are not in the default list:
+              without them no thread's copy size is learned, every sample
+              copies 16 KiB and costs more; (iii) one deep thread per CPU at
+              999 and 4999 Hz: both baselines on every task and `record -a`,
+              with sfprof's CPU over its whole life too (rusage: start-up /proc
+              scan and the final write included); (iv) record's user space per
+              sample in the sfprof runs of (i) (record -p) and (iii), no run of
+              its own: CPU per sample over the window by thread (schedstat:
+              the reader, the main thread; the unwinders, sfprof-unw*; the
+              others; all) and from record's summary line, its whole run:
+              finding the process, unwinding, writing.
+              Every line is measured --cost-rounds times (default 3), the
+              rounds interleaved within a table (round 1 of every line, then
+              round 2 of every line, ...) so that a slow phase of this VM
+              falls on every line alike; a table keeps one workload across
+              its rounds. Each column is the median of the rounds, and
+              "spread" the lowest and highest ns/run; "vs full ns" the median
+              of the differences within a round. The part first says the
+              kernel (uname -r) and whether bpf_stats_enabled was already on.
   memory      one deep thread per CPU, `record -a` at 999, 4999, 10000 and
               20000 Hz for --memory-seconds: peak RSS, samples per second and
               CPU reached (below the rate asked: the kernel throttled), lost,
@@ -80,6 +103,7 @@ import resource
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -133,7 +157,14 @@ FIGURES = {
     'reader': r'sfprof record: the reader ran at (real-time|normal) priority',
     'reader_cpu': r'the reader ran at real-time priority .*?: ([\d.]+) s of CPU',
     'reader_over': r'its budget used up in (\d+ of \d+) windows',
+    'ring_how': r'user stack copies: [^;\n]*?, (read straight into the ring|copied into the ring)',
+    'sum_find_us': r'user space per sample: ([\d.]+) us finding its process',
+    'sum_unwind_us': r'us finding its process, ([\d.]+) us unwinding',
+    'sum_write_us': r'us unwinding, ([\d.]+) us writing',
 }
+# the BPF programs of sfprof's sampler: one of the two is loaded (user/record/sampler.c), sample
+# where the kernel reads user memory straight into a ring record, else sample_copied
+SAMPLERS = ('sample', 'sample_copied')
 
 
 class Failed(Exception):
@@ -148,6 +179,18 @@ def say(text=''):
 
 def fmt(v, spec='', none='-'):
     return none if v is None else format(v, spec)
+
+
+def med(rounds, key):
+    """The median of @key over @rounds (figures of each round), those without it left out."""
+    vals = [r[key] for r in rounds if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def spread(rounds, key='ns'):
+    """'lowest-highest' of @key over @rounds."""
+    vals = [r[key] for r in rounds if r.get(key) is not None]
+    return f'{min(vals):.0f}-{max(vals):.0f}' if vals else '-'
 
 
 class Procs:
@@ -254,20 +297,36 @@ def proc_status(pid):
     return out
 
 
-def cpu_ns(pid):
-    """Nanoseconds on a CPU of every thread of @pid (schedstat: exact, unlike the ticks of stat)."""
-    total = 0
+def thread_ns(pid):
+    """{tid: (name, ns on a CPU)} of every thread of @pid (schedstat's first field), None once
+    it is gone."""
+    out = {}
     try:
         tasks = os.listdir(f'/proc/{pid}/task')
     except OSError:
         return None
     for t in tasks:
         try:
+            with open(f'/proc/{pid}/task/{t}/comm') as f:
+                name = f.read().strip()
             with open(f'/proc/{pid}/task/{t}/schedstat') as f:
-                total += int(f.read().split()[0])
+                out[int(t)] = (name, int(f.read().split()[0]))
         except (OSError, ValueError, IndexError):
             pass
-    return total
+    return out
+
+
+def thread_groups(pid, before, after):
+    """@pid's CPU seconds between two thread_ns() readings by kind of thread: 'reader' (the main
+    thread, named sfprof: the ring's reader), 'unwind' (sfprof-unw*), 'other' (keeper, prepare,
+    ...); a thread born in between counts from 0, one gone by @after is left out ('gone')."""
+    g = {'reader': 0, 'unwind': 0, 'other': 0}
+    for tid, (name, ns) in (after or {}).items():
+        kind = 'reader' if tid == pid else 'unwind' if name.startswith('sfprof-unw') else 'other'
+        g[kind] += max(ns - (before or {}).get(tid, (name, 0))[1], 0)
+    out = {k: v / 1e9 for k, v in g.items()}
+    out['gone'] = len(set(before or {}) - set(after or {}))
+    return out
 
 
 class Bench:
@@ -278,6 +337,7 @@ class Bench:
         self.runs = 0
         self.rate = Sysctl(MAX_RATE)
         self.lowered = 0  # times the kernel lowered perf_event_max_sample_rate
+        self.user_lines = []  # cost: (label, rounds) of the sfprof runs for cost_user()
 
     # workloads
 
@@ -560,65 +620,86 @@ class Bench:
                 ids.add(int(m.group(1)))
         return ids
 
-    def bpf_stats(self, ids, name):
-        """{id: (run_cnt, run_time_ns)} of the programs named @name among @ids."""
+    def bpf_stats(self, ids, names):
+        """{id: (run_cnt, run_time_ns, name)} of the programs named one of @names among @ids."""
         out = subprocess.run(['bpftool', '-j', 'prog', 'show'], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              timeout=30).stdout
-        return {prog['id']: (prog.get('run_cnt', 0), prog.get('run_time_ns', 0))
+        return {prog['id']: (prog.get('run_cnt', 0), prog.get('run_time_ns', 0), prog['name'])
                 for prog in json.loads(out or '[]')
-                if prog.get('name') == name and prog.get('id') in ids}
+                if prog.get('name') in names and prog.get('id') in ids}
 
-    def bpf_window(self, pid, name, settle=0.0):
-        """The BPF statistics of @pid's program @name over a window of --seconds that opens
-        @settle seconds after the program first ran, and @pid's CPU time over it; {} when @pid
-        exits before it has loaded the program (it refused)."""
+    def bpf_window(self, pid, names, settle=0.0):
+        """The BPF statistics of @pid's program named one of @names (whichever it holds; 'prog'
+        says which) over a window of --seconds that opens @settle seconds after the program
+        first ran, and @pid's CPU time over it, all its threads ('win_cpu') and by kind
+        (thread_groups()); {} when @pid exits before it has loaded the program (it refused)."""
+        name = '" or "'.join(names)
         deadline = time.monotonic() + 30
         while True:  # the program exists once the process has loaded it
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
                 return {}  # not reaped: its caller reads its status and what it said
             ids = self.bpf_ids(pid)
-            before = self.bpf_stats(ids, name) if ids else {}
-            if any(cnt for cnt, _ in before.values()):  # it has run: it is attached
+            before = self.bpf_stats(ids, names) if ids else {}
+            if any(cnt for cnt, _, _ in before.values()):  # it has run: it is attached
                 break
             if time.monotonic() > deadline:
                 raise Failed(f'no BPF program named "{name}" loaded and run in 30 s')
             time.sleep(0.1)
-        ids = set(before)
         time.sleep(settle)
         odd = []
         for _ in range(3):
-            before = self.bpf_stats(ids, name)
-            n0, t0 = cpu_ns(pid), time.monotonic()
+            # the programs it holds now: sfprof was once seen holding a second "sample" for a
+            # moment at its start, gone by the window's end
+            ids = self.bpf_ids(pid)
+            before = self.bpf_stats(ids, names)
+            ids = set(before)
+            n0, t0 = thread_ns(pid), time.monotonic()
             time.sleep(self.a.seconds)
-            after = self.bpf_stats(ids, name)
-            n1, t1 = cpu_ns(pid), time.monotonic()
-            if set(after) != ids:
-                raise Failed(f'the BPF program "{name}" went away before the window ended')
-            runs = sum(after[i][0] - before[i][0] for i in ids)
-            run_ns = sum(after[i][1] - before[i][1] for i in ids)
-            if set(before) == ids and runs >= 0 and run_ns >= 0:
-                return {'runs': runs, 'run_ns': run_ns, 'win_cpu': (n1 - n0) / 1e9,
-                        'win_s': t1 - t0, 'odd': odd}
+            after = self.bpf_stats(ids, names)
+            n1, t1 = thread_ns(pid), time.monotonic()
+            for _ in range(5):  # a listing that missed one: read again before calling it gone
+                if set(after) == ids:
+                    break
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                    return {}  # it exited in the window: its caller says how, and what it said
+                time.sleep(0.1)
+                after = self.bpf_stats(ids, names)
+            if not ids:
+                raise Failed(f'process {pid} no longer holds a BPF program named "{name}"')
+            runs = sum(after[i][0] - before[i][0] for i in ids if i in after)
+            run_ns = sum(after[i][1] - before[i][1] for i in ids if i in after)
+            if set(after) == ids and runs >= 0 and run_ns >= 0:
+                groups = thread_groups(pid, n0, n1)
+                return {'runs': runs, 'run_ns': run_ns, 'win_s': t1 - t0, 'odd': odd,
+                        'prog': ','.join(sorted({after[i][2] for i in ids})),
+                        'win_cpu': groups['reader'] + groups['unwind'] + groups['other'],
+                        **{f'win_{k}': v for k, v in groups.items()}}
             # seen on this VM under another tenant's load: a window whose statistics went
-            # back; it is measured again, and said
-            odd.append(f'{name} {sorted(ids)}: {before} -> {after}')
-        raise Failed(f'the BPF statistics of "{name}" went back in 3 windows: {"; ".join(odd)}')
+            # back; and a program gone in the window while the process lives on; it is
+            # measured again, and said
+            odd.append(f'{name} {sorted(ids)}: {before} -> {after}, process {pid} holding '
+                       f'{sorted(self.bpf_ids(pid))} at the end')
+        raise Failed(f'the BPF statistics of "{name}" went back or away in 3 windows: '
+                     f'{"; ".join(odd)}')
 
     def sfprof_cost(self, hz, pid=None, cut=None):
-        """`record -a` (or -p @pid) at @hz, its BPF program "sample" measured over a window."""
+        """`record -a` (or -p @pid) at @hz, its BPF sampler (sample or sample_copied, the one
+        it loaded) measured over a window."""
         def window(spid):
-            return self.bpf_window(spid, 'sample', settle=SETTLE)
+            return self.bpf_window(spid, SAMPLERS, settle=SETTLE)
 
         r = self.record(hz, window=window, pid=pid, cut=cut)
         if 'runs' not in r:
             raise Failed(f'sfprof record{f" -p {pid}" if pid else " -a"}: exited before it '
-                         f'loaded its BPF program "sample"')
+                         f'loaded its BPF sampler ({" or ".join(SAMPLERS)})')
         # the samples of the window: its share of the span sfprof sampled (a -p recording's
         # BPF runs include those the pid filter drops)
         span = r['sampled'] or r['span']
         smp = r['samples'] * min(r['win_s'] / span, 1) if span else None
         r['user_us'] = r['win_cpu'] / smp * 1e6 if smp else None
+        for k in ('reader', 'unwind', 'other'):
+            r[f'{k}_us'] = r[f'win_{k}'] / smp * 1e6 if smp else None
         return r
 
     def baseline(self, prog, hz, pid=None):
@@ -639,7 +720,7 @@ class Bench:
             ready, _, _ = select.select([p.stdout], [], [], 30)
             line = p.stdout.readline().strip() if ready else ''
             if line == 'ready':
-                r = self.bpf_window(p.pid, f'base_{prog}')
+                r = self.bpf_window(p.pid, (f'base_{prog}',))
                 os.kill(p.pid, signal.SIGINT)
             else:
                 os.kill(p.pid, signal.SIGTERM)
@@ -665,23 +746,32 @@ class Bench:
             say()
             return
         stats = Sysctl(BPF_STATS)
-        say(f'== cost: kernel.bpf_stats_enabled=1 for the part (was {stats.saved}); every figure '
-            f'over a window of {a.seconds:g} s')
-        say(f'   while the program runs (sfprof\'s from {SETTLE:g} s after its first sample): '
-            'run_time_ns / run_cnt of its BPF')
-        say('   program from bpftool -j prog show, before and after')
+        on = stats.saved != '0'
+        say(f'== cost: kernel {os.uname().release}; kernel.bpf_stats_enabled was '
+            + (f'already on ({stats.saved}) before this part' if on else
+               'off (0): 1 for the part, put back to 0 after'))
+        say(f'   every figure is the median of {a.cost_rounds} round(s), each a window of '
+            f'{a.seconds:g} s while the program runs (sfprof\'s from {SETTLE:g} s')
+        say('   after its first sample): run_time_ns / run_cnt of its BPF program from bpftool -j '
+            'prog show, before and after;')
+        say('   the rounds interleaved, table by table (round 1 of every line, then round 2 of '
+            'every line, ...): a slow phase')
+        say('   of the machine falls on every line alike; spread: the lowest and the highest '
+            'ns/run of the rounds')
         say()
         try:
             stats.write(1)
             self.cost_shallow()
             self.cost_cuts()
             self.cost_deep()
+            self.cost_user()
         finally:
             stats.restore()
 
     def shallow(self, lines):
-        """cpuloop, 3 unpinned threads 4 calls deep, for @lines lines of a table; ends by itself."""
-        seconds = min(3600, lines * (self.a.seconds + 40) + 30)
+        """cpuloop, 3 unpinned threads 4 calls deep, for @lines measures of a table; ends by
+        itself."""
+        seconds = lines * (self.a.seconds + 40) + 30
         p = PROCS.start([self.a.cpuloop, '--threads', '3', '--no-pin', '--seconds', str(seconds)],
                         stdout=subprocess.DEVNULL)
         time.sleep(0.5)
@@ -691,36 +781,75 @@ class Bench:
         if p.poll() is not None:
             raise Failed(f'{what} exited early (status {p.returncode})')
 
-    def odd(self, r):
-        for o in r.get('odd', ()):
-            say(f'    (a window before this line\'s was measured again: its BPF statistics went '
-                f'back, {o})')
+    def odd(self, rounds):
+        for r in rounds:
+            for o in r.get('odd', ()):
+                say(f'    (a window of this line was measured again: its BPF statistics went '
+                    f'back, {o})')
+
+    def sampler_ran(self, rounds):
+        """Which of sfprof's BPF programs the rounds measured, and how its summary says the
+        user stacks went into the ring (one answer per distinct one)."""
+        seen = []
+        for r in rounds:
+            what = f'{r.get("prog") or "?"} ({r.get("ring_how") or "summary silent"})'
+            if what not in seen:
+                seen.append(what)
+        return ' / '.join(seen) or '-'
+
+    def rounds(self, lines, check):
+        """Each of @lines, (key, measure), measured --cost-rounds times with the rounds
+        interleaved: round 1 of every line, then round 2 of every line, ... so that a slow phase
+        of this VM (another tenant's load) falls on every line alike rather than on one. @check()
+        runs before each measure (the workload is still there); a measure returning None (a
+        line that cannot run, said once) is left out. @return {key: [figures of each round]}."""
+        out = {key: [] for key, _ in lines}
+        for n in range(self.a.cost_rounds):
+            for key, measure in lines:
+                check()
+                r = measure()
+                if r is not None:
+                    r['round'] = n
+                    if 'runs' in r:
+                        r['ns'] = r['run_ns'] / max(r['runs'], 1)
+                        r['cpu_pct'] = 100 * r['win_cpu'] / r['win_s']
+                    out[key].append(r)
+        return out
 
     def cost_shallow(self):
         a = self.a
         say('== cost per sample on shallow stacks: cpuloop --threads 3 --no-pin (4 levels of '
             f'calls) on {NCPU} CPUs, -F 999')
-        say(f'{"program":<24} {"BPF runs":>9} {"ns/run":>7} {"samples":>8} {"copy B/smp":>10} '
-            f'{"user us/smp":>11} {"CPU %":>6}  notes')
-        cl = self.shallow(4)
+        say(f'{"program":<24} {"BPF runs":>9} {"ns/run":>7} {"spread":>11} {"samples":>8} '
+            f'{"copy B/smp":>10} {"user us/smp":>11} {"CPU %":>6}  notes')
+        lines = [('counting only (--pid)', 'count', None), ('one read (--pid)', 'read', None),
+                 ('sfprof record -p PID', None, 'pid'), ('sfprof record -a', None, None)]
+        cl = self.shallow(len(lines) * a.cost_rounds)
         try:
-            for label, prog in (('counting only (--pid)', 'count'), ('one read (--pid)', 'read')):
-                self.alive(cl, 'cpuloop')
-                r = self.baseline(prog, 999, pid=cl.pid)
-                say(f'{label:<24} {r["runs"]:>9} {r["run_ns"] / max(r["runs"], 1):>7.0f} '
-                    f'{r["samples"]:>8} {"-":>10} {"-":>11} {"-":>6}  '
-                    + (f'{r["failed"]} failed reads' if prog == 'read' else ''))
-                self.odd(r)
-            for label, pid in (('sfprof record -p PID', cl.pid), ('sfprof record -a', None)):
-                self.alive(cl, 'cpuloop')
-                r = self.sfprof_cost(999, pid=pid)
-                runs = max(r['runs'], 1)
-                say(f'{label:<24} {r["runs"]:>9} {r["run_ns"] / runs:>7.0f} {r["samples"]:>8} '
-                    f'{fmt(r["copy_bps"]):>10} {fmt(r["user_us"], ".2f"):>11} '
-                    f'{100 * r["win_cpu"] / r["win_s"]:>6.1f}  {fmt(r["lost"])} lost')
-                self.odd(r)
+            def measure(prog, target):
+                if prog:
+                    return lambda: self.baseline(prog, 999, pid=cl.pid)
+                return lambda: self.sfprof_cost(999, pid=cl.pid if target else None)
+
+            got = self.rounds([(label, measure(prog, target)) for label, prog, target in lines],
+                              lambda: self.alive(cl, 'cpuloop'))
         finally:
             PROCS.stop(cl)
+        self.user_lines.append(('shallow record -p (999 Hz)', got['sfprof record -p PID']))
+        for label, prog, _ in lines:
+            rs = got[label]
+            if prog:
+                tail = (f'{"-":>10} {"-":>11} {"-":>6}  '
+                        + (f'{fmt(med(rs, "failed"), ".0f")} failed reads' if prog == 'read'
+                           else ''))
+            else:
+                tail = (f'{fmt(med(rs, "copy_bps"), ".0f"):>10} '
+                        f'{fmt(med(rs, "user_us"), ".2f"):>11} '
+                        f'{fmt(med(rs, "cpu_pct"), ".1f"):>6}  {fmt(med(rs, "lost"), ".0f")} lost; '
+                        f'ran {self.sampler_ran(rs)}')
+            say(f'{label:<24} {fmt(med(rs, "runs"), ".0f"):>9} {fmt(med(rs, "ns"), ".0f"):>7} '
+                f'{spread(rs):>11} {fmt(med(rs, "samples"), ".0f"):>8} ' + tail)
+            self.odd(rs)
         say('  (counting only, one read: bench/bpf_baseline, a perf_event program on a cpu-clock '
             'event per CPU that counts the')
         say('   samples of cpuloop, and also reads 8 bytes at the user SP of the task interrupted; '
@@ -731,7 +860,13 @@ class Bench:
             'sample, from sfprof\'s summary;')
         say('   user us/smp: sfprof\'s CPU time over the window (all its threads, user + system) '
             'per sample, the window\'s')
-        say('   share of the samples in its file; CPU %: the same time in % of one CPU)')
+        say('   share of the samples in its file; CPU %: the same time in % of one CPU; every '
+            'column the median of the rounds;')
+        say('   ran: sfprof\'s BPF program the window measured, sample (the user stack read '
+            'straight into the ring record,')
+        say('   on kernels with bpf_probe_read_user_dynptr) or sample_copied (assembled aside and '
+            'copied into the ring), and')
+        say('   in brackets what record\'s summary says of it)')
         say()
 
     def cost_cuts(self):
@@ -743,75 +878,153 @@ class Bench:
         say('   (the parts the sampler leaves out)'
             + ('' if reads_cut else '; this sfprof does not read SFPROF_SAMPLER_CUT: every line '
                'runs the whole sampler'))
-        say(f'{"cut":<16} {"BPF runs":>9} {"ns/run":>7} {"saves ns":>8} {"copy B/smp":>10} '
-            f'{"user us/smp":>11} {"samples":>8}')
-        full = None
-        cl = self.shallow(len(a.cost_cuts))
-        try:
-            for cut in a.cost_cuts:
-                self.alive(cl, 'cpuloop')
-                label = cut or '(none)'
+        say(f'{"cut":<16} {"BPF runs":>9} {"ns/run":>7} {"spread":>11} {"vs full ns":>10} '
+            f'{"copy B/smp":>10} {"user us/smp":>11} {"samples":>8}  program')
+        refused = {}
+        cl = self.shallow(len(a.cost_cuts) * a.cost_rounds)
+
+        def measure(cut):
+            def run():
+                if cut in refused:  # refused once: it would be every round
+                    return None
                 try:
-                    r = self.sfprof_cost(999, pid=cl.pid, cut=cut or None)
+                    return self.sfprof_cost(999, pid=cl.pid, cut=cut or None)
                 except Failed as e:
                     if e.log is None:
                         raise
                     said = [ln.strip() for ln in e.log.splitlines() if ln.strip()]
                     named = [ln for ln in said if 'SFPROF_SAMPLER_CUT' in ln or 'cut' in ln]
-                    say(f'{label:<16} refused: {(named or said or ["(nothing on stderr)"])[-1]}')
-                    continue
-                runs = max(r['runs'], 1)
-                ns = r['run_ns'] / runs
-                if not cut:
-                    full = ns
-                say(f'{label:<16} {r["runs"]:>9} {ns:>7.0f} '
-                    f'{fmt(None if full is None or not cut else full - ns, ".0f"):>8} '
-                    f'{fmt(r["copy_bps"]):>10} {fmt(r["user_us"], ".2f"):>11} '
-                    f'{r["samples"]:>8}')
-                self.odd(r)
+                    refused[cut] = (named or said or ['(nothing on stderr)'])[-1]
+                    return None
+            return run
+
+        try:
+            got = self.rounds([(cut, measure(cut)) for cut in a.cost_cuts],
+                              lambda: self.alive(cl, 'cpuloop'))
         finally:
             PROCS.stop(cl)
-        say('  (saves ns: ns/run of the whole sampler, the line (none), minus this line\'s: what '
-            'the parts cut cost per run;')
-        say('   after-filter returns once the pid filter passed: the sampler\'s own counting-only '
-            'floor; refused: sfprof would')
-        say('   not run with that SFPROF_SAMPLER_CUT, and what it said)')
+        full = {r['round']: r['ns'] for r in got.get('', [])}
+        for cut in a.cost_cuts:
+            label = cut or '(none)'
+            if cut in refused:
+                say(f'{label:<16} refused: {refused[cut]}')
+                continue
+            rs = got[cut]
+            # paired by round: the whole sampler and this line measured in the same phase
+            vs = [r['ns'] - full[r['round']] for r in rs if cut and r['round'] in full]
+            say(f'{label:<16} {fmt(med(rs, "runs"), ".0f"):>9} {fmt(med(rs, "ns"), ".0f"):>7} '
+                f'{spread(rs):>11} '
+                f'{fmt(statistics.median(vs) if vs else None, "+.0f"):>10} '
+                f'{fmt(med(rs, "copy_bps"), ".0f"):>10} {fmt(med(rs, "user_us"), ".2f"):>11} '
+                f'{fmt(med(rs, "samples"), ".0f"):>8}  '
+                + ' / '.join(dict.fromkeys(r.get('prog') or '?' for r in rs)))
+            self.odd(rs)
+        say('  (vs full ns: this line\'s ns/run minus the full sampler\'s, the line (none), in '
+            'the same round, the median over')
+        say('   the rounds: negative = cheaper; after-filter: the sampler\'s floor, it returns '
+            'right after the pid filter;')
+        say('   lookups-twice: not a cut, the three per-sample map lookups (targets, stack_sizes, '
+            'py_procs) made twice: + the')
+        say('   lookups\' cost; kstack, python, comm: without the kernel stack, the Python walk, '
+            'the thread\'s name; ustack: the')
+        say('   user stack copy (and its bytes in the ring) left out; \'ustack,output\': also no '
+            'ring record (only the header was')
+        say('   left to write); direct: the program sample_copied instead of sample on the same '
+            'kernel (what the in-place read')
+        say('   saves); program: the one the window measured. size-lookup and output alone are '
+            'not in the default list: no')
+        say('   thread\'s copy size is learned without them (no sizes, or no samples reaching '
+            'user space), so every sample')
+        say('   copies the default 16 KiB and costs more; refused: sfprof would not run with that '
+            'SFPROF_SAMPLER_CUT, and')
+        say('   what it said)')
         say()
 
     def cost_deep(self):
         a = self.a
         say(f'== cost per sample on deep stacks: {NCPU} threads 200 frames deep, record -a, '
             f'and the baselines on every task (no --pid)')
-        say(f'{"Hz":>6} {"program":<14} {"BPF runs":>9} {"ns/run":>7} {"samples":>9} {"lost":>6} '
-            f'{"user us/smp":>11} {"CPU %":>6} {"life CPU s":>10} {"life us/smp":>11}')
-        for hz in (999, 4999):
-            dp = self.deep(3 * (a.seconds + 40))
-            try:
-                time.sleep(0.5)
-                for label, prog in (('counting only', 'count'), ('one read', 'read')):
-                    self.alive(dp, 'pressure_deep')
-                    r = self.baseline(prog, hz)
-                    say(f'{hz:>6} {label:<14} {r["runs"]:>9} '
-                        f'{r["run_ns"] / max(r["runs"], 1):>7.0f} {r["samples"]:>9} '
-                        + (f'{r["failed"]:>6}' if prog == 'read' else f'{"-":>6}')
-                        + f' {"-":>11} {"-":>6} {"-":>10} {"-":>11}')
-                    self.odd(r)
-                self.alive(dp, 'pressure_deep')
+        say(f'{"Hz":>6} {"program":<14} {"BPF runs":>9} {"ns/run":>7} {"spread":>11} '
+            f'{"samples":>9} {"lost":>6} {"user us/smp":>11} {"CPU %":>6} {"life CPU s":>10} '
+            f'{"life us/smp":>11}')
+        lines = [(hz, label, prog) for hz in (999, 4999)
+                 for label, prog in (('counting only', 'count'), ('one read', 'read'),
+                                     ('sfprof -a', None))]
+
+        def measure(hz, prog):
+            if prog:
+                return lambda: self.baseline(prog, hz)
+
+            def run():
                 r = self.sfprof_cost(hz)
-            finally:
-                PROCS.stop(dp)
-            runs = max(r['runs'], 1)
-            say(f'{hz:>6} {"sfprof -a":<14} {r["runs"]:>9} {r["run_ns"] / runs:>7.0f} '
-                f'{r["samples"]:>9} {fmt(r["lost"]):>6} {fmt(r["user_us"], ".2f"):>11} '
-                f'{100 * r["win_cpu"] / r["win_s"]:>6.1f} {r["cpu"]:>10.2f} '
-                f'{r["cpu"] / max(r["samples"], 1) * 1e6:>11.2f}')
-            self.odd(r)
+                r['life_us'] = r['cpu'] / max(r['samples'], 1) * 1e6
+                return r
+            return run
+
+        dp = self.deep(len(lines) * a.cost_rounds * (a.seconds + 40))
+        try:
+            time.sleep(0.5)
+            got = self.rounds([((hz, label), measure(hz, prog)) for hz, label, prog in lines],
+                              lambda: self.alive(dp, 'pressure_deep'))
+        finally:
+            PROCS.stop(dp)
+        ran = self.sampler_ran([r for hz, label, prog in lines if not prog
+                                for r in got[(hz, label)]])
+        self.user_lines += [(f'deep record -a {hz} Hz', got[(hz, label)])
+                            for hz, label, prog in lines if not prog]
+        for hz, label, prog in lines:
+            rs = got[(hz, label)]
+            head = (f'{hz:>6} {label:<14} {fmt(med(rs, "runs"), ".0f"):>9} '
+                    f'{fmt(med(rs, "ns"), ".0f"):>7} {spread(rs):>11} '
+                    f'{fmt(med(rs, "samples"), ".0f"):>9} ')
+            if prog:
+                say(head + (f'{fmt(med(rs, "failed"), ".0f"):>6}' if prog == 'read'
+                            else f'{"-":>6}')
+                    + f' {"-":>11} {"-":>6} {"-":>10} {"-":>11}')
+            else:
+                say(head + f'{fmt(med(rs, "lost"), ".0f"):>6} '
+                    f'{fmt(med(rs, "user_us"), ".2f"):>11} {fmt(med(rs, "cpu_pct"), ".1f"):>6} '
+                    f'{fmt(med(rs, "cpu"), ".2f"):>10} {fmt(med(rs, "life_us"), ".2f"):>11}')
+            self.odd(rs)
         say('  (lost: for one read, the reads that failed (a kernel thread has no user stack); '
             'user: sfprof\'s CPU time over')
         say('   the window (all its threads, user + system) per sample (the window\'s share of '
             'those in its file), and in %')
         say('   of one CPU; life: its whole run from rusage, start-up /proc scan and final write '
-            'included, per sample written)')
+            'included, per sample written;')
+        say('   one pressure_deep for the whole table; every column the median of the rounds;')
+        say(f'   sfprof\'s BPF program: {ran})')
+        say()
+
+    def cost_user(self):
+        """record's user space per sample, from the runs of the shallow and deep tables."""
+        say('== record\'s user space per sample (us): the sfprof runs of the tables above, no '
+            'run of its own')
+        say(f'{"run":<28} {"reader":>7} {"unwinders":>9} {"others":>7} {"all":>7}  '
+            f'{"finding":>8} {"unwinding":>9} {"writing":>8}')
+        gone = 0
+        for label, rs in self.user_lines:
+            gone += sum(r.get('win_gone') or 0 for r in rs)
+            say(f'{label:<28} {fmt(med(rs, "reader_us"), ".2f"):>7} '
+                f'{fmt(med(rs, "unwind_us"), ".2f"):>9} {fmt(med(rs, "other_us"), ".2f"):>7} '
+                f'{fmt(med(rs, "user_us"), ".2f"):>7}  {fmt(med(rs, "sum_find_us"), ".2f"):>8} '
+                f'{fmt(med(rs, "sum_unwind_us"), ".2f"):>9} '
+                f'{fmt(med(rs, "sum_write_us"), ".2f"):>8}')
+        say('  (reader, unwinders, others, all: CPU time over the line\'s window, per sample of '
+            'the window (the window\'s share')
+        say('   of the samples in its file), from the first field of /proc/PID/task/*/schedstat '
+            '(ns on a CPU, user + system)')
+        say('   read at the window\'s start and end, by thread: the reader is the main thread '
+            '(named sfprof), the unwinders')
+        say('   sfprof-unw*, the others the rest (sfprof-keeper, sfprof-prepare, ...); a thread '
+            'born in the window counts from')
+        say('   its birth, one gone before its end is left out'
+            + (f' ({gone} such thread(s) seen)' if gone else ' (none seen)') + '; finding, '
+            'unwinding, writing: record\'s')
+        say('   summary line "user space per sample" (its whole run, per sample handled: finding '
+            'its process, unwinding, writing')
+        say('   it), so start-up and the end are in those, not in the window\'s; every column the '
+            'median of the rounds)')
         say()
 
     def memory(self):
@@ -967,8 +1180,8 @@ class Bench:
 PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn', 'ring')
 # cost's breakdown: the values of SFPROF_SAMPLER_CUT (sfprof's user/record/sampler.c reads them),
 # the whole sampler first
-COST_CUTS = ('', 'after-filter', 'size-lookup', 'kstack', 'python', 'comm', 'ustack', 'output',
-             'ustack,output')
+COST_CUTS = ('', 'after-filter', 'lookups-twice', 'kstack', 'python', 'comm', 'ustack',
+             'ustack,output', 'direct')
 
 
 def positive(v):
@@ -989,6 +1202,10 @@ def main():
                     help='the SFPROF_SAMPLER_CUT values of cost\'s breakdown, separated by '
                     '\'/\' (a value is itself comma-separated; an empty one is the whole '
                     f'sampler; default {"/".join(COST_CUTS)})')
+    ap.add_argument('--cost-rounds', type=int, default=3,
+                    help='times cost measures each line of its tables, the rounds interleaved '
+                    '(round 1 of every line, then round 2, ...); it prints the median and the '
+                    'spread (default 3)')
     ap.add_argument('--parts', default=','.join(PARTS),
                     help=f'comma-separated, of {",".join(PARTS)} (default: all)')
     ap.add_argument('--seconds', type=positive, default=10,
@@ -1025,6 +1242,8 @@ def main():
             ap.error(f'no part {p!r} (of {",".join(PARTS)})')
     a.shorts = a.shorts.split(',')
     a.cost_cuts = a.cost_cuts.split('/')
+    if a.cost_rounds < 1:
+        ap.error('--cost-rounds: at least 1')
     if 'cost' in a.parts:
         for opt in ('cpuloop', 'baseline'):
             if not getattr(a, opt):

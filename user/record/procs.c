@@ -839,7 +839,9 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 		p->stats.complete += u->complete;
 	}
 	p->stats.exec_old_image += u->old_image;
-	if (th && use->ran_out && use->copied >= th->copy.size)
+	/* cut by the copy's end: its size, or the thread's top */
+	if (th && use->ran_out && (use->copied >= th->copy.size ||
+				   (th->copy.top && h->sp + use->copied >= th->copy.top)))
 		p->stats.copy_ran_out++;
 	if (th && p->copy_adaptive) {
 		bool top = use->unwound &&

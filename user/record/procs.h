@@ -20,7 +20,7 @@ struct procs_stats {
 	uint64_t complete;		/* user stacks unwound to the outermost frame */
 	uint64_t processes;		/* processes with samples */
 	uint64_t unknown_pid;		/* samples of processes never seen in /proc or events */
-	uint64_t copy_ran_out;		/* user stacks cut short by the end of a full copy */
+	uint64_t copy_ran_out;		/* user stacks cut by a full copy's end or the thread's top */
 	uint64_t before_exec;		/* samples of a held process before its exec: not written */
 	uint64_t exec_old_image;	/* samples in execve with the old program's registers, no stack */
 };
