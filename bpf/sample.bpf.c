@@ -24,6 +24,50 @@ const volatile __u32 cost_cut = 0;		/* SAMPLE_CUT_*: parts left out (benchmarks 
  */
 volatile __u64 window_start_ns = 0;
 volatile __u64 window_end_ns = ~0ull;
+/* Set by the loader before py_procs gets its first process: till then no sample looks it up. */
+volatile __u32 py_any = 0;
+/* Bumped after each process added to targets (by the loader, or at a fork): filter_memos' age. */
+volatile __u32 targets_gen = 1;
+
+/*
+ * The pid filter's last answer on this CPU: a CPU's samples are mostly of
+ * one process, and a lookup in targets misses the cache (hundreds of ns).
+ */
+struct filter_memo {
+	__u32 tgid;
+	__u32 gen;	/* targets_gen when answered */
+	__u32 wanted;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct filter_memo);
+	__uint(max_entries, 1);
+} filter_memos SEC(".maps");
+
+/* SAMPLE_TIMES: each STEP_*'s ns summed, and the samples, per CPU (bench-pressure's breakdown). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, STEP_MAX);
+} step_ns SEC(".maps");
+
+/* With SAMPLE_TIMES, the time since @since added to step @which: @return now; else 0, nothing read. */
+static __always_inline __u64 step(__u32 which, __u64 since)
+{
+	__u64 now, *v;
+
+	if (!(cost_cut & SAMPLE_TIMES))
+		return 0;
+	now = bpf_ktime_get_ns();
+	v = bpf_map_lookup_elem(&step_ns, &which);
+	if (v)
+		*v += which == STEP_SAMPLES ? 1 : now - since;
+	return now;
+}
 
 /* A tracepoint's hits on this CPU since its last sample (its period is in the cookie). */
 struct {
@@ -78,13 +122,29 @@ static __always_inline bool interrupted_user(struct bpf_perf_event_data *ctx)
 /* Whether the current task is one recorded. */
 static __always_inline bool wanted(__u32 tgid, __u32 tid)
 {
+	struct filter_memo *memo;
+	__u32 zero = 0, gen;
+	bool yes;
+
 	if (!tid || tgid == self_tgid)
 		return false;	/* idle, or ourselves */
 	if (filter_tids)
 		return bpf_map_lookup_elem(&tids, &tid);
-	if (filter_pids && (cost_cut & SAMPLE_TWICE_LOOKUPS))
+	if (!filter_pids)
+		return true;
+	if (cost_cut & SAMPLE_TWICE_LOOKUPS)
 		bpf_map_lookup_elem(&targets, &tgid);
-	return !filter_pids || bpf_map_lookup_elem(&targets, &tgid);
+	memo = bpf_map_lookup_elem(&filter_memos, &zero);
+	gen = targets_gen;
+	if (memo && memo->tgid == tgid && memo->gen == gen)
+		return memo->wanted;
+	yes = bpf_map_lookup_elem(&targets, &tgid);
+	if (memo) {
+		memo->tgid = tgid;
+		memo->gen = gen;
+		memo->wanted = yes;
+	}
+	return yes;
 }
 
 /*
@@ -104,14 +164,16 @@ static __always_inline __u64 wakeup_flag(void)
 
 /*
  * copy_stack() into the ring record @dp at @at: @size bytes from @sp, in
- * pieces that never cross a page, stopping where a piece cannot be read.
- * @return the bytes copied.
+ * one read when @whole, else (or when it fails) in pieces that never cross
+ * a page, stopping where a piece cannot be read. @return the bytes copied.
  */
 static __always_inline __u32 copy_stack_direct(struct bpf_dynptr *dp, __u32 at, __u64 sp,
-					       __u32 size)
+					       __u32 size, bool whole)
 {
 	__u32 off = STACK_CHUNK - (sp & (STACK_CHUNK - 1)), n;
 
+	if (whole && !bpf_probe_read_user_dynptr(dp, at, size, (const void *)sp))
+		return size;
 	if (off > size)
 		off = size;
 	if (!off || bpf_probe_read_user_dynptr(dp, at, off, (const void *)sp))
@@ -133,7 +195,8 @@ static __always_inline __u32 copy_stack_direct(struct bpf_dynptr *dp, __u32 at, 
  * user stack), the user stack read straight into it, the header written
  * last. The record is longer than its contents when the copy ends early.
  */
-static __always_inline int put_direct(struct scratch *sc, __u64 kbytes, __u32 usize)
+static __always_inline int put_direct(struct scratch *sc, __u64 kbytes, __u32 usize, bool whole,
+				      __u64 t)
 {
 	struct sample_hdr *h = &sc->h;
 	struct bpf_dynptr dp;
@@ -146,31 +209,35 @@ static __always_inline int put_direct(struct scratch *sc, __u64 kbytes, __u32 us
 	}
 	if (kbytes && kbytes <= MAX_KSTACK_DEPTH * 8)
 		bpf_dynptr_write(&dp, sizeof(*h), sc->data, kbytes, 0);
+	t = step(STEP_RESERVE, t);
 	if (usize) {
-		h->ustack_len = copy_stack_direct(&dp, at, h->sp, usize);
+		h->ustack_len = copy_stack_direct(&dp, at, h->sp, usize, whole);
 		if (!h->ustack_len)
 			count(COUNTER_USTACK_FAULT);
 	}
+	t = step(STEP_COPY, t);
 	bpf_dynptr_write(&dp, 0, h, sizeof(*h), 0);
 	if (cost_cut & SAMPLE_CUT_OUTPUT)
 		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
 	else
 		bpf_ringbuf_submit_dynptr(&dp, wakeup_flag());
+	step(STEP_SUBMIT, t);
+	step(STEP_SAMPLES, 0);
 	return 0;
 }
 
 /*
  * The sample of the current task into the ring: @user when the event
  * interrupted user code (no kernel stack then), else its kernel stack from
- * @ctx. @direct: the user stack goes straight into the ring record
+ * @ctx; @id is the task's bpf_get_current_pid_tgid(). @direct: the user
+ * stack goes straight into the ring record
  * (put_direct()), except for processes whose Python frames are walked (the
  * walk reads the stack's copy in @sc); otherwise the sample is assembled
  * in @sc and copied into the ring.
  */
-static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 weight,
-				       bool direct)
+static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 event,
+				       __u64 weight, bool direct, __u64 t)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
 	struct task_struct *task;
 	struct mm_struct *mm;
@@ -179,11 +246,18 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 	struct stack_copy *sized;
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	__u32 usize;
-	bool python;
+	bool python, whole;
 	long n;
 
 	if (now < window_start_ns || now >= window_end_ns || (cost_cut & SAMPLE_CUT_AFTER_FILTER))
 		return 0;
+	if (cost_cut & SAMPLE_TIMES) {
+		__u32 which = STEP_FILTER;
+		__u64 *v = bpf_map_lookup_elem(&step_ns, &which);
+
+		if (v)
+			*v += now - t;
+	}
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc) {
 		count(COUNTER_NO_SCRATCH);
@@ -210,6 +284,7 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 			kbytes = (__u64)n & ~7ull;
 	}
 	h->kstack_depth = kbytes / 8;
+	t = step(STEP_HEADER, now);
 
 	task = bpf_get_current_task_btf();
 	/*
@@ -226,17 +301,18 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL :
 			bpf_map_lookup_elem(&stack_sizes, &tid);
 		usize = user_regs(h, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
-				  sized ? sized->size : ustack_size, sized ? sized->top : 0);
+				  sized ? sized->size : ustack_size, sized ? sized->top : 0, &whole);
 		/* the old program's memory is gone: so is its interpreter */
-		python = python_frames && !(cost_cut & SAMPLE_CUT_PYTHON) &&
+		python = python_frames && py_any && !(cost_cut & SAMPLE_CUT_PYTHON) &&
 			 !(h->flags & SAMPLE_F_EXEC_NEW_MM);
 		if (python && (cost_cut & SAMPLE_TWICE_LOOKUPS))
 			bpf_map_lookup_elem(&py_procs, &tgid);
 		python = python && bpf_map_lookup_elem(&py_procs, &tgid);
+		t = step(STEP_REGS, t);
 		if (direct && !python)
-			return put_direct(sc, kbytes, usize);
+			return put_direct(sc, kbytes, usize, whole, t);
 		if (usize) {
-			h->ustack_len = copy_stack(sc, kbytes, h->sp, usize);
+			h->ustack_len = copy_stack(sc, kbytes, h->sp, usize, whole);
 			if (!h->ustack_len)
 				count(COUNTER_USTACK_FAULT);
 		}
@@ -254,12 +330,13 @@ static __always_inline int take_sample(void *ctx, bool user, __u32 event, __u64 
 
 static __always_inline int perf_sample(struct bpf_perf_event_data *ctx, bool direct)
 {
+	__u64 t = cost_cut & SAMPLE_TIMES ? bpf_ktime_get_ns() : 0;
 	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 
 	if (!wanted(id >> 32, (__u32)id))
 		return 0;
-	return take_sample(ctx, interrupted_user(ctx), cookie & COOKIE_EVENT_MASK,
-			   cookie & COOKIE_F_WEIGHT_PERIOD ? ctx->sample_period : 1, direct);
+	return take_sample(ctx, id, interrupted_user(ctx), cookie & COOKIE_EVENT_MASK,
+			   cookie & COOKIE_F_WEIGHT_PERIOD ? ctx->sample_period : 1, direct, t);
 }
 
 /*
@@ -303,7 +380,7 @@ int tracepoint_sample(void *ctx)
 			return 0;
 		*hits = 0;
 	}
-	return take_sample(ctx, false, event, period ? period : 1, false);
+	return take_sample(ctx, id, false, event, period ? period : 1, false, 0);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -314,8 +391,10 @@ int BPF_PROG(fork, struct task_struct *parent, struct task_struct *child)
 
 	if (!follow_forks || ptgid == ctgid)
 		return 0;
-	if (bpf_map_lookup_elem(&targets, &ptgid))
+	if (bpf_map_lookup_elem(&targets, &ptgid)) {
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+		__sync_fetch_and_add(&targets_gen, 1);
+	}
 	return 0;
 }
 

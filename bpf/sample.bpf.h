@@ -77,17 +77,19 @@ struct scratch {
 
 /*
  * Copy @size bytes of the user stack from sp upwards to @sc's data after
- * @kbytes of kernel stack, in pieces that never cross a page, so that a
- * piece fails only at the end of the stack's mapping (or at a page never
- * touched); stops there. Returns the bytes copied: @size, or fewer where
- * the stack ends.
+ * @kbytes of kernel stack: in one read when @whole (the stack goes on that
+ * far, user_regs() knows), else, or when that read fails, in pieces that
+ * never cross a page, so that a piece fails only at the end of the stack's
+ * mapping (or at a page never touched); stops there. Returns the bytes
+ * copied: @size, or fewer where the stack ends.
  *
  * The page sp is in, then whole pages, then what is left: the loop's offset
  * depends only on its counter and the first piece, so that the verifier
  * walks it once per page (an offset that also carried the partial pieces
  * multiplied its states past its limit at 64 pages).
  */
-static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size)
+static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 sp, __u32 size,
+				       bool whole)
 {
 	__u64 off, pages, n;
 	__u8 *dst;
@@ -95,6 +97,11 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 kbytes, __u64 
 	if (!size || size > MAX_USTACK_BYTES || kbytes > MAX_KSTACK_DEPTH * 8)
 		return 0;
 	dst = sc->data + kbytes;
+	/* one read for the whole stack: each costs hundreds of ns whatever its size */
+	n = size;
+	asm volatile("%[n] &= 0x7ffff" : [n] "+r"(n));
+	if (whole && n <= MAX_USTACK_BYTES && !bpf_probe_read_user(dst, n, (const void *)sp))
+		return n;
 	off = STACK_CHUNK - (sp & (STACK_CHUNK - 1));
 	if (off > size)
 		off = size;
@@ -150,10 +157,11 @@ static __always_inline bool in_execve(struct task_struct *task, struct pt_regs *
  * The user registers of @task (the current task, with an mm) into @h.
  * @return how many bytes of its user stack to copy from sp: @size, less
  * where the stack ends first (its start, its outermost frame at @top, 0:
- * no bound), 0 when there is none to copy.
+ * no bound), 0 when there is none to copy; @whole says it ends there, so
+ * that every byte up to it can be read (in one read).
  */
 static __always_inline __u32 user_regs(struct sample_hdr *h, struct task_struct *task,
-				       struct mm_struct *mm, __u32 size, __u64 top)
+				       struct mm_struct *mm, __u32 size, __u64 top, bool *whole)
 {
 	/* the registers the task had in user space, even when it is in a syscall now */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -184,16 +192,21 @@ static __always_inline __u32 user_regs(struct sample_hdr *h, struct task_struct 
 	 * kernel gave its entry point: what is past it is argv, the environment
 	 * and the auxiliary vector, kilobytes that no unwind reads.
 	 */
+	*whole = false;
 	start = mm->start_stack;
-	if (h->sp < start && start - h->sp + START_SLACK < size)
+	if (h->sp < start && start - h->sp + START_SLACK < size) {
 		size = start - h->sp + START_SLACK;
+		*whole = true;
+	}
 	/*
 	 * A thread's outermost frame, as its unwinds found it: its mapping
 	 * ends a little above, and a read past a mapping's end faults, the
 	 * dearest read there is.
 	 */
-	if (h->sp < top && top - h->sp < size)
+	if (h->sp < top && top - h->sp <= size) {
 		size = top - h->sp;
+		*whole = true;
+	}
 	return size;
 }
 
@@ -207,11 +220,12 @@ static __always_inline bool fill_user(struct scratch *sc, __u64 kbytes, struct t
 				      struct mm_struct *mm, __u32 size, __u64 top)
 {
 	struct sample_hdr *h = &sc->h;
+	bool whole;
 
-	size = user_regs(h, task, mm, size, top);
+	size = user_regs(h, task, mm, size, top, &whole);
 	if (h->flags & SAMPLE_F_EXEC_NEW_MM)
 		return true;
-	h->ustack_len = copy_stack(sc, kbytes, h->sp, size);
+	h->ustack_len = copy_stack(sc, kbytes, h->sp, size, whole);
 	return h->ustack_len != 0;
 }
 

@@ -114,6 +114,17 @@ struct sample_py_frame {
 #define SAMPLE_CUT_DIRECT	0x80	/* sample_copied where sample could run (the loader's) */
 /* not a cut: the per-sample map lookups (targets, stack_sizes, py_procs) made twice, to measure one */
 #define SAMPLE_TWICE_LOOKUPS	0x100
+/* not a cut: the ns of each step of the program sample (STEP_*) summed per CPU in step_ns */
+#define SAMPLE_TIMES		0x200
+
+#define STEP_FILTER	0	/* the pid filter */
+#define STEP_HEADER	1	/* the scratch sample's header: time, ids, comm; the kernel stack */
+#define STEP_REGS	2	/* the copy size's lookup, the user registers, whether Python */
+#define STEP_RESERVE	3	/* the ring record reserved (and the kernel stack written in) */
+#define STEP_COPY	4	/* the user stack read into it */
+#define STEP_SUBMIT	5	/* the header written in, the record submitted */
+#define STEP_SAMPLES	6	/* samples that went through every step: a count, not ns */
+#define STEP_MAX	7
 
 #define COUNTER_LOST		0	/* ring buffer full */
 #define COUNTER_USTACK_FAULT	1	/* the first page of the stack could not be read */

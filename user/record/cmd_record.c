@@ -739,6 +739,16 @@ static void summary(struct record *r, double secs, const struct written *wr,
 			ps->unwind_ns / 1e3 / ps->handled, ps->write_ns / 1e3 / ps->handled,
 			cpu * 1e6 / ps->handled);
 	}
+	if (ss->step_ns[STEP_SAMPLES]) {
+		double n = (double)ss->step_ns[STEP_SAMPLES];
+
+		fprintf(stderr, "sfprof record: the program sample's steps (ns per sample, each "
+			"with a clock read): filter %.0f, header %.0f, registers %.0f, reserve %.0f, "
+			"copy %.0f, submit %.0f, of %.0f samples\n", ss->step_ns[STEP_FILTER] / n,
+			ss->step_ns[STEP_HEADER] / n, ss->step_ns[STEP_REGS] / n,
+			ss->step_ns[STEP_RESERVE] / n, ss->step_ns[STEP_COPY] / n,
+			ss->step_ns[STEP_SUBMIT] / n, n);
+	}
 	if (ps->jit.maps || ps->jit.dumps || ps->jit.code_tables || ps->jit.code_refused)
 		fprintf(stderr, "sfprof record: JIT code: %" PRIu64 " perf maps and %" PRIu64 " jitdumps "
 			"read, %" PRIu64 " pieces of code written; rows for %" PRIu64 " from unwinding "

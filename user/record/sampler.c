@@ -333,18 +333,24 @@ int sampler__drain(struct sampler *s)
 }
 
 /* A per-CPU counter of the BPF side, summed. */
-static uint64_t counter(struct sampler *s, uint32_t key)
+/* @key's value in the per-CPU array @map, summed over the CPUs. */
+static uint64_t percpu_sum(struct sampler *s, const struct bpf_map *map, uint32_t key)
 {
 	uint64_t *vals, sum = 0;
 
 	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &key, vals))
+	if (!bpf_map_lookup_elem(bpf_map__fd(map), &key, vals))
 		for (int i = 0; i < s->ncpus; i++)
 			sum += vals[i];
 	free(vals);
 	return sum;
+}
+
+static uint64_t counter(struct sampler *s, uint32_t key)
+{
+	return percpu_sum(s, s->skel->maps.counters, key);
 }
 
 uint64_t sampler__lost(struct sampler *s)
@@ -375,12 +381,17 @@ void sampler__stats(struct sampler *s, struct sampler_stats *st)
 	st->py_truncated = counter(s, COUNTER_PY_TRUNCATED);
 	st->py_faults = counter(s, COUNTER_PY_FAULT);
 	st->direct = s->direct;
+	for (uint32_t i = 0; i < STEP_MAX; i++)
+		st->step_ns[i] = s->skel->rodata->cost_cut & SAMPLE_TIMES ?
+				 percpu_sum(s, s->skel->maps.step_ns, i) : 0;
 }
 
 static int py_update(void *ctx, uint32_t pid, const struct py_proc *proc)
 {
 	struct sampler *s = ctx;
 
+	/* the sampler looks py_procs up from now on */
+	__atomic_store_n(&s->skel->bss->py_any, 1, __ATOMIC_RELEASE);
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &pid, proc, BPF_ANY))
 		return -errno;
 	return 0;
@@ -429,6 +440,8 @@ int sampler__add_target(struct sampler *s, pid_t pid)
 
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &one, BPF_ANY))
 		return -errno;
+	/* each CPU's memo of the filter's last answer is now out of date */
+	__atomic_fetch_add(&s->skel->data->targets_gen, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -661,7 +674,8 @@ static bool direct_reads(void)
  * SFPROF_SAMPLER_CUT: the parts of each sample the sampler leaves out, for
  * scripts/bench-pressure's breakdown of its cost (a comma-separated list of
  * cut_names; lookups-twice makes its map lookups twice instead, so that one
- * costs the difference). Never set in a recording anyone reads.
+ * costs the difference; times times each step of the program sample, and
+ * record prints them). Never set in a recording anyone reads.
  */
 #define SAMPLER_CUT_ENV "SFPROF_SAMPLER_CUT"
 
@@ -673,6 +687,7 @@ static const struct {
 	{ "kstack", SAMPLE_CUT_KSTACK }, { "ustack", SAMPLE_CUT_USTACK },
 	{ "python", SAMPLE_CUT_PYTHON }, { "output", SAMPLE_CUT_OUTPUT }, { "comm", SAMPLE_CUT_COMM },
 	{ "direct", SAMPLE_CUT_DIRECT }, { "lookups-twice", SAMPLE_TWICE_LOOKUPS },
+	{ "times", SAMPLE_TIMES },
 };
 
 /* @spec (NULL: none) into @cut. @return 0, or -EINVAL with @err saying which name is unknown. */
@@ -689,7 +704,7 @@ static int cost_cut_parse(const char *spec, volatile uint32_t *cut, char *err, s
 				break;
 		if (len && i == sizeof(cut_names) / sizeof(cut_names[0])) {
 			snprintf(err, errlen, "%s: no part named '%.*s' (after-filter, size-lookup, "
-				 "kstack, ustack, python, output, comm, direct, lookups-twice)", SAMPLER_CUT_ENV, (int)len, p);
+				 "kstack, ustack, python, output, comm, direct, lookups-twice, times)", SAMPLER_CUT_ENV, (int)len, p);
 			return -EINVAL;
 		}
 		if (len)

@@ -107,6 +107,7 @@ struct sampler_stats {
 	uint64_t py_truncated;	/* Python chains cut at PY_MAX_FRAMES */
 	uint64_t py_faults;	/* Python frame walks ended by a read that failed */
 	bool direct;		/* user stacks read straight into the ring (the program sample) */
+	uint64_t step_ns[STEP_MAX];	/* SFPROF_SAMPLER_CUT=times: each step's ns (STEP_*), summed */
 };
 
 struct python_map_ops;
