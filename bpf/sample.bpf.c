@@ -47,6 +47,50 @@ struct {
 	__uint(max_entries, 1);
 } filter_memos SEC(".maps");
 
+/* Bumped after each change to stack_sizes (by the loader): copy_memos' age. */
+volatile __u32 sizes_gen = 1;
+
+/* The stack_sizes entry of the thread this CPU sampled last, as filter_memos keeps the filter's. */
+struct copy_memo {
+	__u32 tid;
+	__u32 gen;	/* sizes_gen when read */
+	__u32 found;	/* the thread has an entry: copy */
+	__u32 pad;
+	struct stack_copy copy;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct copy_memo);
+	__uint(max_entries, 1);
+} copy_memos SEC(".maps");
+
+/* @tid's entry in stack_sizes, or NULL: from this CPU's memo when it is of @tid and up to date. */
+static __always_inline const struct stack_copy *thread_copy(__u32 tid)
+{
+	struct copy_memo *memo;
+	struct stack_copy *c;
+	__u32 zero = 0, gen;
+
+	if (cost_cut & SAMPLE_TWICE_LOOKUPS)
+		bpf_map_lookup_elem(&stack_sizes, &tid);
+	memo = bpf_map_lookup_elem(&copy_memos, &zero);
+	gen = sizes_gen;
+	if (memo && memo->tid == tid && memo->gen == gen)
+		return memo->found ? &memo->copy : NULL;
+	c = bpf_map_lookup_elem(&stack_sizes, &tid);
+	if (!memo)
+		return c;
+	memo->tid = tid;
+	memo->gen = gen;
+	memo->found = !!c;
+	if (!c)
+		return NULL;
+	memo->copy = *c;
+	return &memo->copy;
+}
+
 /* SAMPLE_TIMES: each STEP_*'s ns summed, and the samples, per CPU (bench-pressure's breakdown). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -243,7 +287,7 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 	struct mm_struct *mm;
 	struct sample_hdr *h;
 	struct scratch *sc;
-	struct stack_copy *sized;
+	const struct stack_copy *sized;
 	__u64 kbytes = 0, len, now = bpf_ktime_get_ns();
 	__u32 usize;
 	bool python, whole;
@@ -296,10 +340,7 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
 	} else if (mm) {
-		if (cost_cut & SAMPLE_TWICE_LOOKUPS)
-			bpf_map_lookup_elem(&stack_sizes, &tid);
-		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL :
-			bpf_map_lookup_elem(&stack_sizes, &tid);
+		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL : thread_copy(tid);
 		usize = user_regs(h, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
 				  sized ? sized->size : ustack_size, sized ? sized->top : 0, &whole);
 		/* the old program's memory is gone: so is its interpreter */

@@ -192,19 +192,19 @@ static __always_inline __u32 user_regs(struct sample_hdr *h, struct task_struct 
 	 * kernel gave its entry point: what is past it is argv, the environment
 	 * and the auxiliary vector, kilobytes that no unwind reads.
 	 */
-	*whole = false;
-	start = mm->start_stack;
-	if (h->sp < start && start - h->sp + START_SLACK < size) {
-		size = start - h->sp + START_SLACK;
-		*whole = true;
-	}
 	/*
 	 * A thread's outermost frame, as its unwinds found it: its mapping
 	 * ends a little above, and a read past a mapping's end faults, the
 	 * dearest read there is.
 	 */
 	if (h->sp < top && top - h->sp <= size) {
-		size = top - h->sp;
+		*whole = true;
+		return top - h->sp;
+	}
+	*whole = false;
+	start = mm->start_stack;	/* its line is seldom in the cache: only without a top */
+	if (h->sp < start && start - h->sp + START_SLACK < size) {
+		size = start - h->sp + START_SLACK;
 		*whole = true;
 	}
 	return size;

@@ -162,6 +162,9 @@ FIGURES = {
     'sum_unwind_us': r'us finding its process, ([\d.]+) us unwinding',
     'sum_write_us': r'us unwinding, ([\d.]+) us writing',
 }
+# SFPROF_SAMPLER_CUT=times: record's line of the program sample's steps, ns per sample
+STEPS = ('filter', 'header', 'registers', 'reserve', 'copy', 'submit')
+FIGURES.update({f'step_{s}': rf"the program sample's steps .*?\b{s} (\d+)" for s in STEPS})
 # the BPF programs of sfprof's sampler: one of the two is loaded (user/record/sampler.c), sample
 # where the kernel reads user memory straight into a ring record, else sample_copied
 SAMPLERS = ('sample', 'sample_copied')
@@ -937,7 +940,14 @@ class Bench:
             'user space), so every sample')
         say('   copies the default 16 KiB and costs more; refused: sfprof would not run with that '
             'SFPROF_SAMPLER_CUT, and')
-        say('   what it said)')
+        say('   what it said; times: not a cut either, each step of the program timed, its clock '
+            'reads in its ns/run)')
+        if 'times' in got and 'times' not in refused:
+            rs = got['times']
+            say('  the program sample\'s steps, from the line times (each step\'s ns per sample, '
+                'medians; each with a')
+            say('  clock read and a map update of its own, some tens of ns): '
+                + ', '.join(f'{s} {fmt(med(rs, "step_" + s), ".0f")}' for s in STEPS))
         say()
 
     def cost_deep(self):
@@ -1180,7 +1190,7 @@ class Bench:
 PARTS = ('saturation', 'deep', 'cost', 'memory', 'churn', 'ring')
 # cost's breakdown: the values of SFPROF_SAMPLER_CUT (sfprof's user/record/sampler.c reads them),
 # the whole sampler first
-COST_CUTS = ('', 'after-filter', 'lookups-twice', 'kstack', 'python', 'comm', 'ustack',
+COST_CUTS = ('', 'times', 'after-filter', 'lookups-twice', 'kstack', 'python', 'comm', 'ustack',
              'ustack,output', 'direct')
 
 

@@ -425,12 +425,15 @@ int sampler__set_stack_copy(struct sampler *s, uint32_t tid, uint32_t bytes, uin
 		return -EINVAL;
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid, &c, BPF_ANY))
 		return -errno;
+	/* each CPU's memo of the thread it sampled last is now out of date */
+	__atomic_fetch_add(&s->skel->data->sizes_gen, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 void sampler__forget_thread(struct sampler *s, uint32_t tid)
 {
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.stack_sizes), &tid);
+	__atomic_fetch_add(&s->skel->data->sizes_gen, 1, __ATOMIC_RELEASE);
 }
 
 int sampler__add_target(struct sampler *s, pid_t pid)
