@@ -359,6 +359,7 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 		}
 		if (python)
 			py_sample(sc, kbytes, tgid, tid, task, now, true);
+		t = step(STEP_COPY, t);
 	}
 
 	len = sizeof(*h) + kbytes + h->ustack_len + (__u64)h->py_depth * sizeof(struct sample_py_frame);
@@ -366,6 +367,8 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 		return 0;
 	if (bpf_ringbuf_output(&samples, sc, len, wakeup_flag()))
 		count(COUNTER_LOST);
+	step(STEP_SUBMIT, t);
+	step(STEP_SAMPLES, 0);
 	return 0;
 }
 

@@ -120,9 +120,9 @@ struct sample_py_frame {
 #define STEP_FILTER	0	/* the pid filter */
 #define STEP_HEADER	1	/* the scratch sample's header: time, ids, comm; the kernel stack */
 #define STEP_REGS	2	/* the copy size's lookup, the user registers, whether Python */
-#define STEP_RESERVE	3	/* the ring record reserved (and the kernel stack written in) */
-#define STEP_COPY	4	/* the user stack read into it */
-#define STEP_SUBMIT	5	/* the header written in, the record submitted */
+#define STEP_RESERVE	3	/* the ring record reserved, the kernel stack written in (put_direct()) */
+#define STEP_COPY	4	/* the user stack read (into the record, or the scratch sample) */
+#define STEP_SUBMIT	5	/* the header written in and the record submitted, or the sample output */
 #define STEP_SAMPLES	6	/* samples that went through every step: a count, not ns */
 #define STEP_MAX	7
 
