@@ -318,7 +318,11 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 	h->weight = weight;
 	h->event = event;
 	h->py_depth = 0;
-	if (!(cost_cut & SAMPLE_CUT_COMM))
+	/* the loader has one for a thread it has seen: it knows its name (SAMPLE_F_NO_COMM) */
+	sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL : thread_copy(tid);
+	if (sized)
+		h->flags |= SAMPLE_F_NO_COMM;
+	else if (!(cost_cut & SAMPLE_CUT_COMM))
 		bpf_get_current_comm(h->comm, sizeof(h->comm));
 
 	if (!user && !(cost_cut & SAMPLE_CUT_KSTACK)) {
@@ -340,7 +344,6 @@ static __always_inline int take_sample(void *ctx, __u64 id, bool user, __u32 eve
 	if (task->flags & PF_KTHREAD) {
 		h->flags |= SAMPLE_F_KTHREAD;
 	} else if (mm) {
-		sized = cost_cut & SAMPLE_CUT_SIZE_LOOKUP ? NULL : thread_copy(tid);
 		usize = user_regs(h, task, mm, cost_cut & SAMPLE_CUT_USTACK ? 0 :
 				  sized ? sized->size : ustack_size, sized ? sized->top : 0, &whole);
 		/* the old program's memory is gone: so is its interpreter */

@@ -44,6 +44,12 @@ struct stack_copy {
 #define SAMPLE_F_EXEC_NEW_MM	0x20
 /* the sample carries the thread's Python frames (py_depth records of struct sample_py_frame) */
 #define SAMPLE_F_PYTHON		0x40
+/*
+ * comm is not filled in: the thread has a stack_sizes entry, which the
+ * loader makes only for a thread it has seen a sample of, and so named; a
+ * rename after that reaches it as a comm event.
+ */
+#define SAMPLE_F_NO_COMM	0x80
 
 #ifndef MAX_EVENTS
 #define MAX_EVENTS		64	/* events of one recording (-e, --off-cpu) */
@@ -118,8 +124,8 @@ struct sample_py_frame {
 #define SAMPLE_TIMES		0x200
 
 #define STEP_FILTER	0	/* the pid filter */
-#define STEP_HEADER	1	/* the scratch sample's header: time, ids, comm; the kernel stack */
-#define STEP_REGS	2	/* the copy size's lookup, the user registers, whether Python */
+#define STEP_HEADER	1	/* the scratch sample's header: time, ids, comm (see SAMPLE_F_NO_COMM); the kernel stack */
+#define STEP_REGS	2	/* the user registers, whether Python */
 #define STEP_RESERVE	3	/* the ring record reserved, the kernel stack written in (put_direct()) */
 #define STEP_COPY	4	/* the user stack read (into the record, or the scratch sample) */
 #define STEP_SUBMIT	5	/* the header written in and the record submitted, or the sample output */

@@ -927,10 +927,67 @@ def case_pressure(ctx):
     raise_fails(fails)
 
 
+def case_thread_names(ctx):
+    """Each sample has the name its thread had then (tests/progs/thread_names.c:
+    first-K in first_phase, second-K after its rename), though the sampler reads a
+    thread's name only until the loader has sized its copy (SAMPLE_F_NO_COMM)."""
+    fails = []
+    threads, ms = 3, 300 * ctx.scale
+    prog = ctx.compile('thread_names.c', 'thread_names')
+    out = ctx.path('names.data')
+    p = ctx.record(['-F', '999', '--', prog, str(threads), str(ms)], out)
+    if p.returncode:
+        raise Failure(f'record thread_names: exit {p.returncode}: {p.stderr[-400:]}')
+    s = summary_of(p, 'record thread_names')
+    m = re.search(r'(\d+) samples \(([\d.]+)%\) of threads named before', p.stderr)
+    if not m:
+        raise Failure(f'record thread_names: no count of samples named before: {p.stderr!r}')
+    log(f'{m.group(1)} of {s["samples"]} samples ({m.group(2)}%) of threads named before')
+    prof = ctx.load(out)
+    seen = {}       # tid -> {phase: Counter of comms}
+    for smp in prof.samples:
+        if not smp.ustack or not smp.process or smp.process.exe != prog:
+            continue
+        phase = next((n for n in names(ctx.syms.user_frames(smp))
+                      if n in ('first_phase', 'second_phase')), None)
+        if phase:
+            seen.setdefault(smp.tid, {}).setdefault(phase, Counter())[smp.comm] += 1
+
+    def check(want_first, want_second):
+        out = []
+        ks = set()
+        expect(len(seen) == threads, out, f'samples of {len(seen)} threads in the phases, '
+               f'want {threads}')
+        for tid, phases in sorted(seen.items()):
+            first = phases.get('first_phase', Counter())
+            second = phases.get('second_phase', Counter())
+            log(f'thread {tid}: first_phase {dict(first)}, second_phase {dict(second)}')
+            if sum(first.values()) < 50 or sum(second.values()) < 50:
+                out.append(TooFewMsg(f'thread {tid}: {sum(first.values())} and '
+                                     f'{sum(second.values())} samples in the phases, need 50'))
+                continue
+            k = next(iter(first)).rpartition('-')[2]
+            ks.add(k)
+            expect(set(first) == {want_first + k}, out,
+                   f'thread {tid}: first_phase samples named {dict(first)}, want {want_first + k}')
+            expect(set(second) == {want_second + k}, out,
+                   f'thread {tid}: second_phase samples named {dict(second)}, '
+                   f'want {want_second + k}')
+        expect(len(ks) == len(seen), out, f'threads share a name: {sorted(ks)}')
+        return out
+
+    fails += check('first-', 'second-')
+    must_fail(check('second-', 'first-'), 'the names of the two phases swapped')
+    # the case this is about: most samples' threads were sized, so named before
+    expect(float(m.group(2)) >= 50.0, fails, f'only {m.group(2)}% of the samples were of '
+           'threads named before: the sampler read the name of most')
+    raise_fails(fails)
+
+
 CASES = {
     'chains': case_chains, 'all-pid': case_all_pid, 'shortlived': case_shortlived,
     'syscalls': case_syscalls, 'errors': case_errors, 'signals': case_signals,
-    'pressure': case_pressure,
+    'pressure': case_pressure, 'thread-names': case_thread_names,
 }
 
 

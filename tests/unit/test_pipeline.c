@@ -1200,6 +1200,115 @@ static void test_new_args(void **state)
 	fixture_close(&f);
 }
 
+/* The name thread @tid's record has in @rb, or NULL when it has none; fails when two. */
+static const char *_thread_name(const struct readback *rb, uint32_t tid, const char *file, int line)
+{
+	const char *name = NULL;
+
+	for (size_t i = 0; i < rb->n; i++) {
+		if (rb->recs[i].type != PROFILE_REC_THREAD || rb->recs[i].tid != tid)
+			continue;
+		if (name) {
+			print_error("thread %u written twice in one file: %s, %s\n", tid, name,
+				    rb->recs[i].comm);
+			_fail(file, line);
+		}
+		name = rb->recs[i].comm;
+	}
+	return name;
+}
+#define thread_name(rb, tid) _thread_name(rb, tid, __FILE__, __LINE__)
+
+/* A PERF_RECORD_COMM of thread @tid of @pid renaming itself. */
+static void send_rename(struct pipeline *pl, uint32_t pid, uint32_t tid, const char *comm,
+			uint64_t time)
+{
+	uint64_t buf[16];
+	struct perf_rec_comm *e = (struct perf_rec_comm *)buf;
+	size_t size = make_comm((uint8_t *)buf, sizeof(buf), pid, comm, false, time);
+	uint64_t sample_id[2] = { tid, time };
+
+	e->tid = tid;
+	memcpy((uint8_t *)buf + size - sizeof(sample_id), sample_id, sizeof(sample_id));
+	pipeline__task_event(pl, (const struct perf_event_header *)buf, time);
+}
+
+/*
+ * The sampler leaves a thread's name out of its samples once the loader has
+ * sized its copy (SAMPLE_F_NO_COMM): each file (a window of the agent, cut
+ * by pipeline__cut()) still names every thread it has samples of, by the
+ * name the thread had: its first sample's, then its renames'. A thread not
+ * sampled for a whole window is forgotten; its name comes from /proc then,
+ * or its process's where /proc has none (these threads are made up).
+ */
+static void test_thread_names(void **state)
+{
+	const uint32_t pid = PID_BASE + 7, busy = pid + TID_OFFSET, idle = pid + 2 * TID_OFFSET;
+	struct fixture f[4];
+	struct readback rb[4];
+	struct pipeline *pl;
+	uint64_t time = 1000;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
+		fixture_open(&f[i]);
+	pl = pipeline_or_fail(&f[0], 2, 64u << 20);
+	assert_int_equal(pipeline__start(pl), 0);
+	for (size_t w = 0; w < ARRAY_SIZE(f); w++) {
+		if (w)
+			assert_int_equal(pipeline__cut(pl, f[w].w), 0);
+		for (int i = 0; i < 4; i++) {
+			struct sent s;
+
+			make_sample(&s, i, 1);
+			s.h.pid = pid;
+			s.h.tid = busy;
+			s.h.time_ns = time++;
+			/* named in its first sample only: after that, what is left there is not its name */
+			if (w || i) {
+				s.h.flags |= SAMPLE_F_NO_COMM;
+				snprintf(s.h.comm, sizeof(s.h.comm), "stale-%d", i);
+			} else {
+				snprintf(s.h.comm, sizeof(s.h.comm), "busy-a");
+			}
+			send_sample(pl, &s);
+			if (w == 1 && i == 1)
+				send_rename(pl, pid, busy, "busy-b", time++);
+			if (w == 0 || w == 3) {
+				s.h.tid = idle;
+				s.h.time_ns = time++;
+				snprintf(s.h.comm, sizeof(s.h.comm), "idle-a");
+				if (w)
+					s.h.flags |= SAMPLE_F_NO_COMM;
+				else
+					s.h.flags &= ~SAMPLE_F_NO_COMM;
+				send_sample(pl, &s);
+			}
+		}
+	}
+	assert_int_equal(pipeline__finish(pl), 0);
+	pipeline__free(pl);
+	for (size_t w = 0; w < ARRAY_SIZE(f); w++) {
+		close_and_read(&f[w], &rb[w]);
+		assert_int_equal(rb[w].samples, w == 0 || w == 3 ? 8 : 4);
+	}
+	/* its first sample's name; renamed in the second file, after its first two samples */
+	assert_string_equal(thread_name(&rb[0], busy), "busy-a");
+	assert_string_equal(thread_name(&rb[1], busy), "busy-a");
+	_find_rec(&rb[1], 0, PROFILE_REC_COMM, pid, "busy-b", __FILE__, __LINE__);
+	assert_string_equal(thread_name(&rb[2], busy), "busy-b");
+	assert_string_equal(thread_name(&rb[3], busy), "busy-b");
+	/* sampled in the first and last files only: forgotten, then named as its process */
+	assert_string_equal(thread_name(&rb[0], idle), "idle-a");
+	assert_null(thread_name(&rb[1], idle));
+	assert_null(thread_name(&rb[2], idle));
+	assert_string_equal(thread_name(&rb[3], idle), "busy-a");
+	for (size_t w = 0; w < ARRAY_SIZE(f); w++) {
+		free(rb[w].recs);
+		fixture_close(&f[w]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1211,6 +1320,7 @@ int main(void)
 		cmocka_unit_test(test_free_queued),
 		cmocka_unit_test(test_trim_queue),
 		cmocka_unit_test(test_new_args),
+		cmocka_unit_test(test_thread_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,7 +81,8 @@ static void on_warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 }
 
 static const struct proctab_ops ops = {
-	on_process, on_mapping, on_comm, on_exit_ev, on_gone, on_warn,
+	.process = on_process, .mapping = on_mapping, .comm = on_comm, .exit = on_exit_ev,
+	.thread_gone = on_gone, .warn = on_warn,
 };
 
 struct fixture {

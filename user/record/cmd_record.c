@@ -715,7 +715,9 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		ss->direct ? "read straight into the ring" : "copied into the ring",
 		st->copy_ran_out);
 	if (!r->stack_fixed)
-		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set\n", ps->resized);
+		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set; %" PRIu64
+			" samples (%.1f%%) of threads named before, their names not read\n", ps->resized,
+			st->unnamed, ps->handled ? 100.0 * st->unnamed / ps->handled : 0.0);
 	if (rs.workers > 1)
 		fprintf(stderr, "sfprof record: %" PRIu64 " samples (%.1f%%) unwound by a thread helping "
 			"their process's own thread\n", ps->helped, ps->handled ? 100.0 * ps->helped / ps->handled : 0.0);

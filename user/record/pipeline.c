@@ -945,6 +945,7 @@ void pipeline__stats(struct pipeline *pl, struct pipeline_stats *st)
 		st->procs.copy_ran_out += ps->copy_ran_out;
 		st->procs.before_exec += ps->before_exec;
 		st->procs.exec_old_image += ps->exec_old_image;
+		st->procs.unnamed += ps->unnamed;
 		st->handled += sh->handled;
 		st->ustack_bytes += sh->ustack_bytes;
 		st->resized += sh->resized;

@@ -18,9 +18,16 @@
 #define MAX_UNWIND 1024	/* frames unwound; the CBF keeps max_depth of them */
 #define MAX_WEIGHT (86400ull * 1000000000ull)	/* of one sample from the ring: a day in ns */
 
-/* A thread already written, and the size of its stack copy. */
+/*
+ * A thread seen: its name and the size of its stack copy. The sampler
+ * leaves the name out of the samples of a thread it has a copy size for
+ * (SAMPLE_F_NO_COMM), so the name is kept here for as long as the size can
+ * be there: till its exit or exec, or a window it was not sampled in.
+ */
 struct thread {
 	struct copy_size copy;
+	char comm[SAMPLE_COMM_LEN + 1];
+	bool written;	/* its record is in the file being written */
 };
 
 struct procs {
@@ -160,6 +167,16 @@ static void thread_gone(void *ctx, uint32_t tid)
 		free((struct thread *)(uintptr_t)val);
 }
 
+/* A thread renamed itself: what is kept of its name follows, for the next file's thread record. */
+static void thread_named(void *ctx, uint32_t tid, const char *comm)
+{
+	struct procs *p = ctx;
+	uint64_t *v;
+
+	if (!hmap__find_u64(p->threads, tid, &v))
+		snprintf(((struct thread *)(uintptr_t)*v)->comm, SAMPLE_COMM_LEN + 1, "%s", comm);
+}
+
 static void warn(void *ctx, uint32_t pid, const char *comm, const char *why)
 {
 	struct procs *p = ctx;
@@ -227,7 +244,7 @@ struct procs *procs__new(struct profile_writer *w, pthread_mutex_t *wlock, struc
 {
 	static const struct proctab_ops ops = {
 		.process = emit_process, .mapping = emit_mapping, .comm = emit_comm,
-		.exit = emit_exit, .thread_gone = thread_gone, .warn = warn,
+		.exit = emit_exit, .thread_gone = thread_gone, .named = thread_named, .warn = warn,
 	};
 	struct procs *p = calloc(1, sizeof(*p));
 
@@ -456,15 +473,30 @@ void procs__set_writer(struct procs *p, struct profile_writer *w)
 int procs__forget_written(struct procs *p)
 {
 	struct hmap *threads = hmap__new(HMAP_U64);
+	struct hmap_item it;
+	size_t pos = 0;
+	int err = 0;
 
-	/* a thread starts again at its program's size: what its program learned stays */
 	if (!threads)
 		return -ENOMEM;
-	hmap__free_values(p->threads, free);
+	/*
+	 * Every thread is written again at its next sample. One sampled in the
+	 * window just ended keeps its name and its copy size; one that was not
+	 * goes, so that an exit the events missed does not hold it for good.
+	 */
+	while (!hmap__next(p->threads, &pos, &it)) {
+		struct thread *th = (struct thread *)(uintptr_t)it.val;
+
+		if (th->written && !(err = hmap__set_u64(threads, it.key, it.val)))
+			th->written = false;
+		else
+			free(th);
+	}
+	hmap__free(p->threads);
 	p->threads = threads;
 	proctab__forget_emitted(p->tab);
 	jit_recorder__forget_written(p->jit);
-	return 0;
+	return err;
 }
 
 size_t procs__held(const struct procs *p)
@@ -614,29 +646,67 @@ static struct copy_size *program_size(struct procs *p, const struct proctab_proc
 	return (struct copy_size *)(uintptr_t)*v;
 }
 
-/* The thread of a sample, written the first time. *@fresh when it is new. NULL: no memory. */
-static struct thread *thread_of(struct procs *p, const struct copy_size *prog,
-				const struct sample_hdr *h, bool *fresh)
+/*
+ * The name of thread @tid of @pr for its record, when its sample has none
+ * (SAMPLE_F_NO_COMM) and it is not kept: the sampler knew it before a
+ * window this table forgot it in. As /proc has it now, or its process's.
+ */
+static void thread_comm(const struct proctab_proc *pr, uint32_t tid, char *comm)
 {
-	char comm[SAMPLE_COMM_LEN + 1];
-	struct profile_thread rec = { h->pid, h->tid, comm };
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pr->pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		bool got = fgets(comm, SAMPLE_COMM_LEN + 1, f) != NULL;
+
+		fclose(f);
+		if (got) {
+			comm[strcspn(comm, "\n")] = '\0';
+			return;
+		}
+	}
+	snprintf(comm, SAMPLE_COMM_LEN + 1, "%s", pr->comm);
+}
+
+/*
+ * The thread of a sample of @pr, its record written at its first sample in
+ * the file. *@fresh when written now. NULL: no memory.
+ */
+static struct thread *thread_of(struct procs *p, const struct proctab_proc *pr,
+				const struct copy_size *prog, const struct sample_hdr *h, bool *fresh)
+{
+	struct profile_thread rec = { h->pid, h->tid, NULL };
 	struct thread *th;
 	uint64_t *v;
+	bool known;
 
 	*fresh = false;
-	if (!hmap__find_u64(p->threads, h->tid, &v))
-		return (struct thread *)(uintptr_t)*v;
-	memcpy(comm, h->comm, SAMPLE_COMM_LEN);
-	comm[SAMPLE_COMM_LEN] = '\0';
-	WRITE(p, profile_writer__thread(p->w, &rec));
-	th = malloc(sizeof(*th));
-	if (!th)
-		return NULL;
-	copy_size__init(&th->copy, p->copy_adaptive && prog ? prog->size : p->copy_start);
-	if (hmap__set_u64(p->threads, h->tid, (uintptr_t)th)) {
-		free(th);
-		return NULL;
+	known = !hmap__find_u64(p->threads, h->tid, &v);
+	if (known) {
+		th = (struct thread *)(uintptr_t)*v;
+		if (th->written)
+			return th;
+	} else {
+		th = malloc(sizeof(*th));
+		if (!th)
+			return NULL;
+		copy_size__init(&th->copy, p->copy_adaptive && prog ? prog->size : p->copy_start);
+		if (hmap__set_u64(p->threads, h->tid, (uintptr_t)th)) {
+			free(th);
+			return NULL;
+		}
 	}
+	if (!(h->flags & SAMPLE_F_NO_COMM)) {
+		memcpy(th->comm, h->comm, SAMPLE_COMM_LEN);
+		th->comm[SAMPLE_COMM_LEN] = '\0';
+	} else if (!known) {
+		thread_comm(pr, h->tid, th->comm);
+	}
+	rec.comm = th->comm;
+	WRITE(p, profile_writer__thread(p->w, &rec));
+	th->written = true;
 	*fresh = true;
 	return th;
 }
@@ -650,7 +720,8 @@ const struct proctab_proc *procs__sample_process(struct procs *p, const struct s
 		p->stats.before_exec++;
 		return NULL;
 	}
-	pr = proctab__for_sample(p->tab, h->pid, h->comm, &unknown);
+	pr = proctab__for_sample(p->tab, h->pid, h->flags & SAMPLE_F_NO_COMM ? "" : h->comm,
+				 &unknown);
 	if (!pr) {
 		wrote(p, -ENOMEM);
 		return NULL;
@@ -831,7 +902,8 @@ void procs__sample_write(struct procs *p, const struct proctab_proc *pr, const s
 	*use = u->use;
 	if (p->copy_adaptive)
 		prog = program_size(p, pr);
-	th = thread_of(p, prog, h, &fresh);
+	th = thread_of(p, pr, prog, h, &fresh);
+	p->stats.unnamed += !!(h->flags & SAMPLE_F_NO_COMM);
 	if (wrote(p, u->err))
 		return;
 	if (u->use.unwound) {

@@ -23,6 +23,7 @@ struct procs_stats {
 	uint64_t copy_ran_out;		/* user stacks cut by a full copy's end or the thread's top */
 	uint64_t before_exec;		/* samples of a held process before its exec: not written */
 	uint64_t exec_old_image;	/* samples in execve with the old program's registers, no stack */
+	uint64_t unnamed;		/* samples the sampler read no name for (SAMPLE_F_NO_COMM) */
 };
 
 /* How a sample's user stack copy served its unwind. */

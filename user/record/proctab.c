@@ -721,8 +721,11 @@ static void on_comm(struct proctab *t, const struct perf_rec_comm *e, size_t siz
 		}
 		read_cgroup(&pr->pub);
 		read_script(&pr->pub);
-	} else if (pr && pr->emitted && t->ops.comm) {
-		t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
+	} else {
+		if (t->ops.named)
+			t->ops.named(t->ctx, e->tid, e->comm);
+		if (pr && pr->emitted && t->ops.comm)
+			t->ops.comm(t->ctx, time, e->pid, e->tid, e->comm);
 	}
 	if (pr && e->pid == e->tid)
 		snprintf(pr->pub.comm, sizeof(pr->pub.comm), "%s", e->comm);

@@ -71,6 +71,8 @@ struct proctab_ops {
 	void (*thread_gone)(void *ctx, uint32_t tid);
 	/* what cannot be known of a process (its mappings, its namespaces), once per image, as a sentence that says the consequence */
 	void (*warn)(void *ctx, uint32_t pid, const char *comm, const char *why);
+	/* a thread renamed itself (not an exec): of any process, told or not */
+	void (*named)(void *ctx, uint32_t tid, const char *comm);
 };
 
 /* A process is forgotten this long after its exit: its last samples come after the event. */

@@ -77,6 +77,14 @@ static void on_task_event(void *ctx, const struct perf_event_header *e, uint64_t
 		memcpy(&tid, (const uint8_t *)(e + 1) + 8, sizeof(tid));
 		sampler__forget_thread(r->sampler, tid);
 	}
+	if (e->type == PERF_RECORD_COMM && (e->misc & PERF_RECORD_MISC_COMM_EXEC) &&
+	    r->opts.copy_adaptive && e->size >= sizeof(*e) + 8) {
+		uint32_t tid;
+
+		/* pid, tid: a new program, its stack elsewhere; its samples carry its new name */
+		memcpy(&tid, (const uint8_t *)(e + 1) + 4, sizeof(tid));
+		sampler__forget_thread(r->sampler, tid);
+	}
 }
 
 /*
