@@ -84,6 +84,7 @@ Exit status 0 pass, 1 fail, 77 skip (not root, no BTF, no go, no cgroup2 tree).
 """
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -1179,9 +1180,19 @@ def case_otlp(ctx):
         if p.returncode != 2 or want not in p.stderr:
             raise Failure(f'{args}: exit {p.returncode}, not refused saying "{want}"')
     log('ok: --push with --otlp-endpoint and --tenant with it are refused')
+    # one script's name in two folders: two services, whose resource attributes are the same
+    twins = []
+    for d in ('a', 'b'):
+        os.makedirs(ctx.path(d), exist_ok=True)
+        twins.append(ctx.path(os.path.join(d, 'twin.py')))
+        with open(twins[-1], 'w') as f:
+            f.write('import time\nend = time.monotonic() + 12\nwhile time.monotonic() < end:\n'
+                    '    pass\n')
     rcv.start()
     try:
         ctx.spawn([work, '12'])
+        for t in twins:
+            ctx.spawn([sys.executable, t])
         s = agent(ctx, ['--otlp-endpoint', url, '--spool-dir', ctx.path('spool'),
                         '--window', '2', '-d', '7', '-F', '99', '--max-backoff', '1',
                         '--flush-timeout', '10', '--max-memory', '128M'], env=env)
@@ -1230,6 +1241,14 @@ def case_otlp(ctx):
     host = os.uname().nodename
     otlp_resources(reqs, host)
     must_fail('another host', otlp_resources, reqs, host + 'x')
+    import otlp_decode
+    twin = [rp for _, req in reqs for rp in req['resource_profiles']
+            if otlp_decode.resource_attrs(rp).get('service.name') == 'twin.py']
+    if not twin:
+        raise Failure('no resource of twin.py, the script run from two folders')
+    dup = copy.deepcopy(reqs[0])
+    dup[1]['resource_profiles'].append(dup[1]['resource_profiles'][0])
+    must_fail('a resource twice', otlp_resources, [dup], host)
     log('ok: every resource has service.name, host.name and deployment.environment')
     # protoc with this project's own message definitions reads the same bytes (where installed)
     if shutil.which('protoc'):

@@ -746,6 +746,20 @@ struct otlp_grouping {
 	const int *res_of;
 };
 
+static bool same_attrs(const struct otlp_resource *a, const struct otlp_resource *b)
+{
+	if (a->nattrs != b->nattrs)
+		return false;
+	for (size_t i = 0; i < a->nattrs; i++) {
+		const struct otlp_attr *x = &a->attrs[i], *y = &b->attrs[i];
+
+		if (strcmp(x->key, y->key) || x->num != y->num || !x->str != !y->str ||
+		    (x->str && strcmp(x->str, y->str)))
+			return false;
+	}
+	return true;
+}
+
 static int otlp_resource_of(void *ctx, const struct session *s, size_t i)
 {
 	const struct otlp_grouping *g = ctx;
@@ -808,13 +822,22 @@ static int convert_otlp(struct pusher *p, const struct window *w, const struct s
 	if (!res || !attrs || !res_of)
 		goto out;
 	for (size_t i = 0; i < ss->n; i++) {
+		size_t same = 0;
+
 		res_of[i] = -1;
 		if (!has[i])
 			continue;
 		res[nres].attrs = attrs + nres * per;
 		res[nres].nattrs = otel_resource_attrs(&ss->sv[i], p->o.host, extra,
 						       attrs + nres * per);
-		res_of[i] = (int)nres++;
+		/*
+		 * A resource is its attributes: services they do not tell apart
+		 * (one script's name in two folders) are one, not one twice
+		 */
+		while (same < nres && !same_attrs(&res[same], &res[nres]))
+			same++;
+		res_of[i] = (int)same;
+		nres += same == nres;
 	}
 	if (!nres) {
 		err = 0;
