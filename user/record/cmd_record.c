@@ -712,7 +712,8 @@ static void summary(struct record *r, double secs, const struct written *wr,
 		(double)ps->queue_bytes / 1048576.0, rs.workers, ps->queued_peak / 1048576.0,
 		ps->handled ? (double)ps->ustack_bytes / ps->handled : 0.0,
 		r->stack_fixed ? "fixed by --stack-size" : "sized per thread",
-		ss->direct ? "read straight into the ring" : "copied into the ring",
+		!ss->direct ? "copied into the ring" : r->no_python ? "read straight into the ring" :
+		"read straight into the ring (CPython processes' copied aside, their frames walked in the copy)",
 		st->copy_ran_out);
 	if (!r->stack_fixed)
 		fprintf(stderr, "sfprof record: %" PRIu64 " per-thread copy sizes set; %" PRIu64
