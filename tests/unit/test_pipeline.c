@@ -1200,13 +1200,15 @@ static void test_new_args(void **state)
 	fixture_close(&f);
 }
 
-/* The name thread @tid's record has in @rb, or NULL when it has none; fails when two. */
-static const char *_thread_name(const struct readback *rb, uint32_t tid, const char *file, int line)
+/* The name thread @tid of @pid has in @rb's record of it, or NULL when none; fails when two. */
+static const char *_thread_name(const struct readback *rb, uint32_t pid, uint32_t tid,
+				const char *file, int line)
 {
 	const char *name = NULL;
 
 	for (size_t i = 0; i < rb->n; i++) {
-		if (rb->recs[i].type != PROFILE_REC_THREAD || rb->recs[i].tid != tid)
+		if (rb->recs[i].type != PROFILE_REC_THREAD || rb->recs[i].tid != tid ||
+		    rb->recs[i].pid != pid)
 			continue;
 		if (name) {
 			print_error("thread %u written twice in one file: %s, %s\n", tid, name,
@@ -1217,7 +1219,7 @@ static const char *_thread_name(const struct readback *rb, uint32_t tid, const c
 	}
 	return name;
 }
-#define thread_name(rb, tid) _thread_name(rb, tid, __FILE__, __LINE__)
+#define thread_name(rb, pid, tid) _thread_name(rb, pid, tid, __FILE__, __LINE__)
 
 /* A PERF_RECORD_COMM of thread @tid of @pid renaming itself. */
 static void send_rename(struct pipeline *pl, uint32_t pid, uint32_t tid, const char *comm,
@@ -1239,11 +1241,13 @@ static void send_rename(struct pipeline *pl, uint32_t pid, uint32_t tid, const c
  * by pipeline__cut()) still names every thread it has samples of, by the
  * name the thread had: its first sample's, then its renames'. A thread not
  * sampled for a whole window is forgotten; its name comes from /proc then,
- * or its process's where /proc has none (these threads are made up).
+ * or its process's where /proc has none (these threads are made up). A
+ * thread number another process's thread has now is that thread's.
  */
 static void test_thread_names(void **state)
 {
 	const uint32_t pid = PID_BASE + 7, busy = pid + TID_OFFSET, idle = pid + 2 * TID_OFFSET;
+	const uint32_t other = PID_BASE + 9;
 	struct fixture f[4];
 	struct readback rb[4];
 	struct pipeline *pl;
@@ -1286,23 +1290,36 @@ static void test_thread_names(void **state)
 			}
 		}
 	}
+	/* busy's number, now a thread of another process (busy's exit was never told) */
+	{
+		struct sent s;
+
+		make_sample(&s, 0, 1);
+		s.h.pid = other;
+		s.h.tid = busy;
+		s.h.time_ns = time++;
+		snprintf(s.h.comm, sizeof(s.h.comm), "other");
+		send_sample(pl, &s);
+	}
 	assert_int_equal(pipeline__finish(pl), 0);
 	pipeline__free(pl);
 	for (size_t w = 0; w < ARRAY_SIZE(f); w++) {
 		close_and_read(&f[w], &rb[w]);
-		assert_int_equal(rb[w].samples, w == 0 || w == 3 ? 8 : 4);
+		assert_int_equal(rb[w].samples, w == 0 ? 8 : w == 3 ? 9 : 4);
 	}
+	assert_non_null(thread_name(&rb[3], other, busy));
+	assert_string_equal(thread_name(&rb[3], other, busy), "other");
 	/* its first sample's name; renamed in the second file, after its first two samples */
-	assert_string_equal(thread_name(&rb[0], busy), "busy-a");
-	assert_string_equal(thread_name(&rb[1], busy), "busy-a");
+	assert_string_equal(thread_name(&rb[0], pid, busy), "busy-a");
+	assert_string_equal(thread_name(&rb[1], pid, busy), "busy-a");
 	_find_rec(&rb[1], 0, PROFILE_REC_COMM, pid, "busy-b", __FILE__, __LINE__);
-	assert_string_equal(thread_name(&rb[2], busy), "busy-b");
-	assert_string_equal(thread_name(&rb[3], busy), "busy-b");
+	assert_string_equal(thread_name(&rb[2], pid, busy), "busy-b");
+	assert_string_equal(thread_name(&rb[3], pid, busy), "busy-b");
 	/* sampled in the first and last files only: forgotten, then named as its process */
-	assert_string_equal(thread_name(&rb[0], idle), "idle-a");
-	assert_null(thread_name(&rb[1], idle));
-	assert_null(thread_name(&rb[2], idle));
-	assert_string_equal(thread_name(&rb[3], idle), "busy-a");
+	assert_string_equal(thread_name(&rb[0], pid, idle), "idle-a");
+	assert_null(thread_name(&rb[1], pid, idle));
+	assert_null(thread_name(&rb[2], pid, idle));
+	assert_string_equal(thread_name(&rb[3], pid, idle), "busy-a");
 	for (size_t w = 0; w < ARRAY_SIZE(f); w++) {
 		free(rb[w].recs);
 		fixture_close(&f[w]);

@@ -26,6 +26,7 @@
  */
 struct thread {
 	struct copy_size copy;
+	uint32_t pid;
 	char comm[SAMPLE_COMM_LEN + 1];
 	bool written;	/* its record is in the file being written */
 };
@@ -686,17 +687,22 @@ static struct thread *thread_of(struct procs *p, const struct proctab_proc *pr,
 	known = !hmap__find_u64(p->threads, h->tid, &v);
 	if (known) {
 		th = (struct thread *)(uintptr_t)*v;
-		if (th->written)
+		/* another process's thread under its number: the exit of the one before was missed */
+		known = th->pid == h->pid;
+		if (known && th->written)
 			return th;
 	} else {
 		th = malloc(sizeof(*th));
 		if (!th)
 			return NULL;
-		copy_size__init(&th->copy, p->copy_adaptive && prog ? prog->size : p->copy_start);
 		if (hmap__set_u64(p->threads, h->tid, (uintptr_t)th)) {
 			free(th);
 			return NULL;
 		}
+	}
+	if (!known) {
+		copy_size__init(&th->copy, p->copy_adaptive && prog ? prog->size : p->copy_start);
+		th->pid = h->pid;
 	}
 	if (!(h->flags & SAMPLE_F_NO_COMM)) {
 		memcpy(th->comm, h->comm, SAMPLE_COMM_LEN);
