@@ -58,10 +58,11 @@ static void baseline__free(struct baseline *b)
 {
 	if (!b)
 		return;
+	/* a link closes its event's fd; one not linked is closed here */
 	for (int i = 0; b->links && i < b->ncpus; i++)
 		bpf_link__destroy(b->links[i]);
 	for (int i = 0; b->event_fds && i < b->ncpus; i++)
-		if (b->event_fds[i] >= 0)
+		if (b->event_fds[i] >= 0 && !(b->links && b->links[i]))
 			close(b->event_fds[i]);
 	free(b->links);
 	free(b->event_fds);

@@ -984,10 +984,48 @@ def case_thread_names(ctx):
     raise_fails(fails)
 
 
+EBADF_CLOSE = re.compile(r'^\d+\s+close\((\d+)\)\s+= -1 EBADF', re.M)
+
+
+def double_closes(cmd, trace, **kw):
+    """The fds @cmd (run under strace -f) closed when they were not open: a second
+    close of one fd, which in a threaded program can close another thread's file."""
+    p = run(['strace', '-f', '-qq', '-e', 'trace=close', '-e', 'status=failed', '-o', trace,
+             *cmd], check=False, **kw)
+    with open(trace) as f:
+        return p, [int(m.group(1)) for m in EBADF_CLOSE.finditer(f.read())]
+
+
+def case_fds(ctx):
+    """sfprof record closes no fd twice: the perf events' fds belong to their links
+    once attached (libbpf closes them), and the build-ID keeper opens files on its
+    own thread while the sampler detaches."""
+    if not shutil.which('strace'):
+        log('SKIP: strace not found (scripts/setup installs it)')
+        sys.exit(SKIP)
+    fails = []
+    prog = ctx.compile('thread_names.c', 'thread_names')
+    for what, extra in (('cpu-clock', []), ('two events and off-CPU',
+                                            ['-e', 'cpu-clock,page-faults', '--off-cpu'])):
+        out = ctx.path('fds.data')
+        p, bad = double_closes([ctx.sfprof, 'record', '-F', '999', *extra, '-o', out, '--', prog,
+                                '2', str(100 * ctx.scale)], ctx.path('close.trace'))
+        expect(p.returncode == 0, fails, f'{what}: record exited with {p.returncode}: '
+               f'{p.stderr[-300:]}')
+        log(f'{what}: {len(bad)} closes of fds not open')
+        expect(not bad, fails, f'{what}: record closed fds {bad} when they were not open')
+    # the check sees a second close
+    _, bad = double_closes([sys.executable, '-c', 'import os\nfd = os.open("/", os.O_RDONLY)\n'
+                            'os.close(fd)\ntry:\n    os.close(fd)\nexcept OSError:\n    pass\n'],
+                           ctx.path('neg.trace'))
+    must_fail([] if not bad else ['seen'], 'a program that closes one fd twice')
+    raise_fails(fails)
+
+
 CASES = {
     'chains': case_chains, 'all-pid': case_all_pid, 'shortlived': case_shortlived,
     'syscalls': case_syscalls, 'errors': case_errors, 'signals': case_signals,
-    'pressure': case_pressure, 'thread-names': case_thread_names,
+    'pressure': case_pressure, 'thread-names': case_thread_names, 'fds': case_fds,
 }
 
 

@@ -55,7 +55,6 @@ struct sampler {
 	struct perf_buffer *tasks;	/* woken when half full, or by an exec */
 	struct ring_buffer *execs;	/* the BPF side's exec doorbell */
 	struct bpf_link **links;	/* nlinks of them, each event's on every CPU */
-	int *event_fds;			/* nlinks of them, -1 where none (a tracepoint's) */
 	size_t nlinks;
 	struct offcpu_sampler *offcpu;	/* --off-cpu */
 	int ncpus;
@@ -300,14 +299,10 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 
 static void detach(struct sampler *s)
 {
+	/* a perf event's link closes its event's fd too: it is closed nowhere else */
 	for (size_t i = 0; s->links && i < s->nlinks; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
-	}
-	for (size_t i = 0; s->event_fds && i < s->nlinks; i++) {
-		if (s->event_fds[i] >= 0)
-			close(s->event_fds[i]);
-		s->event_fds[i] = -1;
 	}
 	offcpu_sampler__detach(s->offcpu);
 }
@@ -477,19 +472,12 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 static int reserve_links(struct sampler *s, size_t n)
 {
 	struct bpf_link **links = realloc(s->links, (s->nlinks + n) * sizeof(*links));
-	int *fds;
 
 	if (!links)
 		return -ENOMEM;
 	s->links = links;
-	fds = realloc(s->event_fds, (s->nlinks + n) * sizeof(*fds));
-	if (!fds)
-		return -ENOMEM;
-	s->event_fds = fds;
-	for (size_t i = s->nlinks; i < s->nlinks + n; i++) {
+	for (size_t i = s->nlinks; i < s->nlinks + n; i++)
 		s->links[i] = NULL;
-		s->event_fds[i] = -1;
-	}
 	return 0;
 }
 
@@ -542,17 +530,22 @@ static int attach_perf_event(struct sampler *s, const struct event_spec *e, uint
 				 " (needs CAP_PERFMON or root)" : "");
 			return -en;
 		}
-		s->event_fds[i] = fd;
-		s->nlinks++;
+		/*
+		 * From here the link owns the event's fd and closes it when it
+		 * is destroyed: closed again, the number may be another thread's
+		 * file by then (the build-ID keeper's walk lost its "/" so)
+		 */
 		s->links[i] = bpf_program__attach_perf_event_opts(s->direct ? s->skel->progs.sample :
 								  s->skel->progs.sample_copied,
 								  fd, &opts);
 		if (!s->links[i]) {
 			en = errno;
+			close(fd);
 			snprintf(err, errlen, "cannot attach the sampler to %s on CPU %d: %s", e->name, cpu,
 				 strerror(en));
 			return -en;
 		}
+		s->nlinks++;
 	}
 	return 0;
 }
@@ -865,6 +858,5 @@ void sampler__free(struct sampler *s)
 	free(s->evs);
 	free(s->late);
 	free(s->links);
-	free(s->event_fds);
 	free(s);
 }
