@@ -148,3 +148,7 @@ if __name__ == "__main__":
     py_reduce_caller(seconds)
     py_exc_outer(seconds)
     py_deep(DEEP, seconds)
+    # wall time after the phases, their code objects alive: a recording names a frame from
+    # the process's memory, and one that has fallen behind (python_test.py runs seven at once
+    # on a busy machine) names the last phases' frames before the interpreter frees them
+    time.sleep(float(os.environ.get('CHAINS_LINGER', '0')))
