@@ -8,6 +8,7 @@
  *
  * usage: thread_names THREADS MS
  */
+#define _GNU_SOURCE	/* pthread_setname_np */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
