@@ -654,21 +654,8 @@ static struct copy_size *program_size(struct procs *p, const struct proctab_proc
  */
 static void thread_comm(const struct proctab_proc *pr, uint32_t tid, char *comm)
 {
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pr->pid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		bool got = fgets(comm, SAMPLE_COMM_LEN + 1, f) != NULL;
-
-		fclose(f);
-		if (got) {
-			comm[strcspn(comm, "\n")] = '\0';
-			return;
-		}
-	}
-	snprintf(comm, SAMPLE_COMM_LEN + 1, "%s", pr->comm);
+	if (!proctab__read_comm(pr->pid, tid, comm, SAMPLE_COMM_LEN + 1))
+		snprintf(comm, SAMPLE_COMM_LEN + 1, "%s", pr->comm);
 }
 
 /*

@@ -309,24 +309,36 @@ static char *read_exe(uint32_t pid)
 	return strdup(exe);
 }
 
+bool proctab__read_comm(uint32_t pid, uint32_t tid, char *comm, size_t cap)
+{
+	char path[64];
+	bool got;
+	FILE *f;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	got = fgets(comm, (int)cap, f) != NULL;
+	fclose(f);
+	if (got)
+		comm[strcspn(comm, "\n")] = '\0';
+	return got;
+}
+
 int proctab__scan(struct proctab *t, pid_t pid)
 {
 	struct proc *pr = get(t, pid);
-	char path[64];
-	FILE *f;
 
 	if (pr)
 		return 0;
 	pr = proc_new(t, pid);
 	if (!pr)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(pr->pub.comm, sizeof(pr->pub.comm), f))
-			pr->pub.comm[strcspn(pr->pub.comm, "\n")] = '\0';
-		fclose(f);
-	}
+	proctab__read_comm(pid, 0, pr->pub.comm, sizeof(pr->pub.comm));
 	pr->pub.exe = read_exe(pid);
 	read_status(&pr->pub);
 	pr->ns_err = read_namespaces(&pr->pub);

@@ -108,6 +108,12 @@ int proctab__scan_held(struct proctab *t, pid_t pid);
 /** @return whether a sample of @pid is of a held process before its exec (not to be recorded). */
 bool proctab__before_exec(const struct proctab *t, uint32_t pid);
 
+/**
+ * proctab__read_comm() - the name /proc gives process @pid (@tid 0) or its
+ * thread @tid, into @comm (@cap bytes). @return false when it could not be read.
+ */
+bool proctab__read_comm(uint32_t pid, uint32_t tid, char *comm, size_t cap);
+
 /** proctab__scan_all() - proctab__scan() every process in /proc. @return their number, or -errno. */
 int proctab__scan_all(struct proctab *t);
 

@@ -327,7 +327,6 @@ int sampler__drain(struct sampler *s)
 	return err < 0 ? err : 0;
 }
 
-/* A per-CPU counter of the BPF side, summed. */
 /* @key's value in the per-CPU array @map, summed over the CPUs. */
 static uint64_t percpu_sum(struct sampler *s, const struct bpf_map *map, uint32_t key)
 {
@@ -343,6 +342,7 @@ static uint64_t percpu_sum(struct sampler *s, const struct bpf_map *map, uint32_
 	return sum;
 }
 
+/* A per-CPU counter of the BPF side, summed. */
 static uint64_t counter(struct sampler *s, uint32_t key)
 {
 	return percpu_sum(s, s->skel->maps.counters, key);
